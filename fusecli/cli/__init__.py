@@ -1,0 +1,1 @@
+"""Thin click commands: parse, call one library function, report, return an exit code."""

@@ -1,0 +1,35 @@
+"""``fusecli convert``: a Python repro to YAML and back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fusecli.cli.main import guarded
+
+
+@click.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Write here instead of stdout (never overwrites without --force).")
+@click.option("--to", "target", type=click.Choice(["yaml", "python"]), default=None,
+              help="Output format; default: the other one, or from -o's suffix.")
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@guarded
+def convert(source, output, target, force) -> int:
+    """Convert a fusion between a Python repro (.py) and fusecli's YAML format (.yaml).
+
+    \b
+    Examples:
+      fusecli convert fusions/rms_norm.py -o rms_norm.yaml
+      fusecli convert rms_norm.yaml --to python
+    """
+    from fusecli.load.convert import convert_file
+
+    text = convert_file(source, output, to=target, force=force)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        click.echo(f"wrote {output}", err=True)
+    return 0

@@ -1,0 +1,101 @@
+"""The ``fusecli`` command group, and how errors become one line and an exit code.
+
+torch is never imported here: ``fusecli --help`` must answer at once.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from fusecli import __version__
+
+
+class Context:
+    def __init__(self, debug: bool) -> None:
+        self.debug = debug
+
+
+def fail(message: str, exit_code: int) -> None:
+    """Print ``fusecli: error: message`` on stderr and exit; never above 125."""
+    click.echo(f"fusecli: error: {message}", err=True)
+    sys.exit(min(exit_code, 125))
+
+
+def guarded(command: Callable[..., int]) -> Callable[..., Any]:
+    """Run a command body; FusecliError -> its exit code, anything else -> 3; --debug re-raises."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        from fusecli.errors import FusecliError
+
+        debug = click.get_current_context().find_object(Context).debug
+        try:
+            code = command(*args, **kwargs)
+        except FusecliError as error:
+            if debug:
+                raise
+            fail(str(error), error.exit_code)
+        except KeyboardInterrupt:
+            fail("interrupted", 125)
+        except Exception as error:  # a bug in fusecli: say so, in one line
+            if debug:
+                raise
+            fail(
+                f"internal error: {type(error).__name__}: {error} "
+                "(rerun with --debug for a traceback)",
+                3,
+            )
+        sys.exit(min(code or 0, 125))
+
+    return wrapper
+
+
+def warn_fault_injection() -> None:
+    faults = os.environ.get("FUSECLI_INJECT_FAULT", "").strip()
+    if faults:
+        click.secho(
+            f"fusecli: WARNING: FUSECLI_INJECT_FAULT={faults}: executors compute these ops "
+            "WRONGLY on purpose (fault injection for testing)",
+            err=True, fg="red", bold=True,
+        )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="fusecli")
+@click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """A fusion debugger for nvFuser-style fusion definitions.
+
+    Give it a repro script printed by nvFuser or Thunder (run verbatim, with `nvfuser`
+    resolved to fusecli's frontend) or a YAML fusion.
+
+    \b
+    Exit codes: 0 ok, 1 mismatch against eager torch, 2 bad input or usage,
+                3 the pipeline failed on this fusion, 4 missing environment (GPU, CuPy).
+    """
+    ctx.obj = Context(debug)
+
+
+def register() -> None:
+    from fusecli.cli import convert, explain, ir, run
+
+    cli.add_command(run.run)
+    cli.add_command(explain.explain)
+    cli.add_command(convert.convert)
+    cli.add_command(ir.ir)
+
+
+def main() -> None:
+    register()
+    cli(prog_name="fusecli")
+
+
+if __name__ == "__main__":
+    main()

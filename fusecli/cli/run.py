@@ -1,0 +1,59 @@
+"""``fusecli run PATH...``: execute fusions and diff every output against eager torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fusecli.cli.main import guarded, warn_fault_injection
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option(
+    "--executor", type=click.Choice(["auto", "aten", "cupy"]), default="auto", show_default=True,
+    help="How segments execute: generated CUDA kernels (cupy) or ATen; auto picks.",
+)
+@click.option(
+    "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+    help="Where scripts' CUDA tensors go; auto maps them to the CPU when there is no GPU.",
+)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed for scripts' random inputs and for unseeded random ops.")
+@click.option("--rtol", type=float, default=None, help="Override the relative tolerance.")
+@click.option("--atol", type=float, default=None, help="Override the absolute tolerance.")
+@click.option("--no-tiebreak", is_flag=True,
+              help="Do not run the float64 reference to excuse results closer to float64.")
+@click.option("-v", "--verbose", is_flag=True, help="Also show each fusion's inputs.")
+@guarded
+def run(paths, as_json, executor, device, seed, rtol, atol, no_tiebreak, verbose) -> int:
+    """Run fusions (files or directories) and compare every output with eager PyTorch.
+
+    \b
+    Examples:
+      fusecli run fusions/matmul_reshape_permute.py
+      fusecli run fusions/ --json > report.json
+    """
+    from rich.console import Console
+
+    from fusecli.pipeline import RunOptions, run_paths
+    from fusecli.report.json_view import run_report_json
+    from fusecli.report.run_view import render_run
+
+    warn_fault_injection()
+    options = RunOptions(
+        executor=executor, device=device, seed=seed, rtol=rtol, atol=atol,
+        float64_tiebreak=not no_tiebreak,
+    )
+    errors = Console(stderr=True)
+    with errors.status("running...") as status:
+        report = run_paths(list(paths), options, progress=lambda p: status.update(f"running {p}"))
+    for notice in sorted({n for f in report.fusions for n in f.notices}):
+        errors.print(f"fusecli: note: {notice}", style="dim")
+    if as_json:
+        click.echo(run_report_json(report))
+    else:
+        render_run(report, Console(), verbose=verbose)
+    return report.exit_code

@@ -1,0 +1,283 @@
+"""Compare one output tensor of an executor against eager torch, and optionally a float64 reference.
+
+Statistics are computed on the CPU in float64 (complex128 for complex values), whatever the device
+and dtype of the inputs. Equality follows ``torch.allclose``: an element matches when
+``|actual - expected| <= atol + rtol * |expected|``; NaN matches NaN and an infinity matches the
+same infinity. Integers and booleans compare exactly. A NaN or infinity where the other side has
+something else is an unbounded error: it counts as a mismatch and makes ``max_abs_err`` infinite.
+A mismatch is settled by a float64 reference when one is given (``fusecli.compare.float64``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fusecli.compare.elements import (
+    COMPUTE_DTYPE,
+    Kind,
+    PythonScalar,
+    element_errors,
+    element_value,
+    pair_kind,
+    unravel,
+)
+from fusecli.compare.float64 import CLOSER_SUMMARY, Closer, Verdict, float64_verdict
+from fusecli.compare.format import format_float, format_shape, format_value, json_number
+from fusecli.compare.tolerance import Tolerance, dtype_name
+
+
+def _relative_floor(tolerance: Tolerance, expected_dtype: torch.dtype) -> float:
+    """The smallest denominator of a relative error, so that an expected 0 does not explode."""
+    if tolerance.atol > 0:
+        return tolerance.atol
+    if expected_dtype.is_floating_point or expected_dtype.is_complex:
+        return torch.finfo(expected_dtype).eps
+    return 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class OutputDiff:
+    """The outcome of comparing one output; ``ok`` says whether it counts as a match."""
+
+    ok: bool
+    dtype_ok: bool
+    shape_ok: bool
+    strides_ok: bool  # True unless strides were checked and differ
+    actual_dtype: str  # torch short names: "bfloat16", "float32"
+    expected_dtype: str
+    actual_shape: tuple[int, ...]
+    expected_shape: tuple[int, ...]
+    compared: bool  # False when no elementwise comparison was possible (shapes differ)
+    max_abs_err: float  # float64; 0.0 when exact, inf for a NaN/inf mismatch, nan if not compared
+    max_rel_err: float  # |actual - expected| / max(|expected|, floor), floor atol (or eps)
+    mismatch_count: int  # elements outside atol + rtol * |expected|, NaN and inf ones included
+    numel: int
+    worst_index: tuple[int, ...] | None  # a mismatching element with the largest error
+    worst_actual: PythonScalar | None
+    worst_expected: PythonScalar | None
+    nan_mismatch: int  # positions where exactly one side is NaN
+    inf_mismatch: int  # positions without NaN where an infinity on either side is not matched
+    closer_to_float64: Closer | None  # None without a float64 reference or when values match
+    tolerance: Tolerance
+    actual_strides: tuple[int, ...] | None = None  # only when strides were checked
+    expected_strides: tuple[int, ...] | None = None
+    notes: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line for a human, e.g. ``max abs 3.2e-02 at (1, 5): 0.51 vs 0.54; 12/4096 ...``."""
+        parts: list[str] = []
+        if not self.shape_ok:
+            parts.append(
+                f"shape {format_shape(self.actual_shape)} vs expected "
+                f"{format_shape(self.expected_shape)}"
+            )
+        if not self.dtype_ok:
+            parts.append(f"dtype {self.actual_dtype} vs expected {self.expected_dtype}")
+        if not self.strides_ok and self.actual_strides is not None:
+            expected_strides = (
+                "?" if self.expected_strides is None else format_shape(self.expected_strides)
+            )
+            parts.append(
+                f"strides {format_shape(self.actual_strides)} vs expected {expected_strides}"
+            )
+        if self.compared:
+            parts.extend(self._value_summary())
+        if self.closer_to_float64 is not None:
+            parts.append(CLOSER_SUMMARY[self.closer_to_float64])
+        return "; ".join(parts)
+
+    def _value_summary(self) -> list[str]:
+        if self.numel == 0:
+            return [f"empty, shape {format_shape(self.actual_shape)}"]
+        if self.worst_index is None:
+            return [f"exact match, {self.numel} elements"]
+        worst = (
+            f"{format_shape(self.worst_index)}: {format_value(self.worst_actual)} vs "
+            f"{format_value(self.worst_expected)}"
+        )
+        parts = [f"max abs {format_float(self.max_abs_err)} at {worst}"]
+        if self.tolerance.exact:
+            parts.append(f"{self.mismatch_count}/{self.numel} differ (exact compare)")
+        else:
+            rtol, atol = self.tolerance.rtol, self.tolerance.atol
+            parts.append(
+                f"{self.mismatch_count}/{self.numel} outside "
+                f"rtol={format_float(rtol)} atol={format_float(atol)}"
+            )
+        if self.nan_mismatch:
+            parts.append(f"NaN differs at {self.nan_mismatch}")
+        if self.inf_mismatch:
+            parts.append(f"inf differs at {self.inf_mismatch}")
+        return parts
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict: non-finite max errors become None with ``errors_nonfinite`` set."""
+        errors_finite = math.isfinite(self.max_abs_err) and math.isfinite(self.max_rel_err)
+        return {
+            "ok": self.ok,
+            "dtype": self.actual_dtype,
+            "expected_dtype": self.expected_dtype,
+            "shape": list(self.actual_shape),
+            "expected_shape": list(self.expected_shape),
+            "dtype_ok": self.dtype_ok,
+            "shape_ok": self.shape_ok,
+            "strides_ok": self.strides_ok,
+            "compared": self.compared,
+            "max_abs_err": self.max_abs_err if math.isfinite(self.max_abs_err) else None,
+            "max_rel_err": self.max_rel_err if math.isfinite(self.max_rel_err) else None,
+            "errors_nonfinite": self.compared and not errors_finite,
+            "mismatch_count": self.mismatch_count,
+            "numel": self.numel,
+            "worst_index": None if self.worst_index is None else list(self.worst_index),
+            "worst_actual": json_number(self.worst_actual),
+            "worst_expected": json_number(self.worst_expected),
+            "nan_mismatch": self.nan_mismatch,
+            "inf_mismatch": self.inf_mismatch,
+            "closer_to_float64": (
+                None if self.closer_to_float64 is None else self.closer_to_float64.value
+            ),
+            "rtol": self.tolerance.rtol,
+            "atol": self.tolerance.atol,
+            "tolerance_source": self.tolerance.source,
+            "notes": list(self.notes),
+        }
+
+
+def _on_cpu(tensor: torch.Tensor, role: str) -> torch.Tensor:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{role} must be a torch.Tensor, got {type(tensor).__name__}")
+    return tensor.detach().cpu().resolve_conj().resolve_neg()
+
+
+def _strides_ok(
+    actual: torch.Tensor, expected_strides: tuple[int, ...] | None, shape_ok: bool
+) -> bool:
+    if expected_strides is None:  # strides not checked
+        return True
+    if not shape_ok or len(expected_strides) != actual.dim():
+        return False
+    # The stride of a dimension of size 0 or 1 never changes which memory is read.
+    return all(
+        size <= 1 or stride == wanted
+        for size, stride, wanted in zip(actual.shape, actual.stride(), expected_strides)
+    )
+
+
+def compare_tensors(
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    *,
+    float64_reference: torch.Tensor | None = None,
+    tolerance: Tolerance,
+    check_strides: bool = False,
+    expected_strides: tuple[int, ...] | list[int] | None = None,
+) -> OutputDiff:
+    """Compare an executor's output ``actual`` against eager torch's ``expected``.
+
+    ``float64_reference``, the same computation in float64, settles value mismatches: see
+    ``Closer``. With ``check_strides``, the strides of ``actual`` must equal ``expected_strides``
+    (by default those of ``expected``) in every dimension of size above 1.
+    """
+    actual_strides = wanted_strides = None
+    if check_strides:
+        actual_strides = tuple(actual.stride())
+        if expected_strides is None:
+            expected_strides = expected.stride()
+        wanted_strides = tuple(expected_strides)
+    actual = _on_cpu(actual, "actual")
+    expected = _on_cpu(expected, "expected")
+
+    shape_ok = actual.shape == expected.shape
+    dtype_ok = actual.dtype == expected.dtype
+    strides_ok = _strides_ok(actual, wanted_strides, shape_ok)
+    notes: list[str] = []
+    kind = pair_kind(actual.dtype, expected.dtype) if shape_ok else None
+    if not shape_ok:
+        notes.append("shapes differ: values not compared")
+    elif kind is None:
+        notes.append(
+            f"{dtype_name(actual.dtype)} and {dtype_name(expected.dtype)} cannot be compared "
+            "elementwise: values not compared"
+        )
+    elif not dtype_ok:
+        notes.append(f"dtypes differ: values compared as {dtype_name(COMPUTE_DTYPE[kind])}")
+
+    fields: dict[str, Any] = {
+        "dtype_ok": dtype_ok,
+        "shape_ok": shape_ok,
+        "strides_ok": strides_ok,
+        "actual_dtype": dtype_name(actual.dtype),
+        "expected_dtype": dtype_name(expected.dtype),
+        "actual_shape": tuple(actual.shape),
+        "expected_shape": tuple(expected.shape),
+        "numel": actual.numel(),
+        "tolerance": tolerance,
+        "actual_strides": actual_strides,
+        "expected_strides": wanted_strides,
+    }
+    if kind is None:
+        return OutputDiff(
+            ok=False,
+            compared=False,
+            max_abs_err=math.nan,
+            max_rel_err=math.nan,
+            mismatch_count=0,
+            worst_index=None,
+            worst_actual=None,
+            worst_expected=None,
+            nan_mismatch=0,
+            inf_mismatch=0,
+            closer_to_float64=None,
+            notes=tuple(notes),
+            **fields,
+        )
+
+    errors = element_errors(actual, expected, kind)
+    if kind is Kind.EXACT or kind is Kind.PACKED or tolerance.exact:
+        mismatch = errors.differs
+    else:
+        allowed = tolerance.atol + tolerance.rtol * errors.expected_magnitude
+        mismatch = (errors.abs_err > allowed) | errors.nan_mismatch | errors.inf_mismatch
+    mismatch_count = int(mismatch.sum())
+
+    max_abs_err = max_rel_err = 0.0
+    worst_index = worst_actual = worst_expected = None
+    if actual.numel() > 0 and bool(errors.differs.any()):
+        floor = _relative_floor(tolerance, expected.dtype)
+        rel_err = errors.abs_err / errors.expected_magnitude.clamp(min=floor)
+        max_abs_err = float(errors.abs_err.max())
+        max_rel_err = float(rel_err.max())
+        # Point at the worst element that fails; when none fails, at the largest difference.
+        candidates = mismatch if mismatch_count else errors.differs
+        score = torch.where(candidates, errors.abs_err.nan_to_num(nan=math.inf), -1.0)
+        worst_index = unravel(int(score.reshape(-1).argmax()), tuple(actual.shape))
+        worst_actual = element_value(actual, worst_index)
+        worst_expected = element_value(expected, worst_index)
+
+    verdict = Verdict(None, None)
+    if float64_reference is not None and mismatch_count:
+        reference = _on_cpu(float64_reference, "float64_reference")
+        verdict = float64_verdict(actual, expected, reference, mismatch)
+    if verdict.note is not None:
+        notes.append(verdict.note)
+
+    values_ok = mismatch_count == 0 or verdict.closer is Closer.EXECUTOR
+    return OutputDiff(
+        ok=dtype_ok and shape_ok and strides_ok and values_ok,
+        compared=True,
+        max_abs_err=max_abs_err,
+        max_rel_err=max_rel_err,
+        mismatch_count=mismatch_count,
+        worst_index=worst_index,
+        worst_actual=worst_actual,
+        worst_expected=worst_expected,
+        nan_mismatch=int(errors.nan_mismatch.sum()),
+        inf_mismatch=int(errors.inf_mismatch.sum()),
+        closer_to_float64=verdict.closer,
+        notes=tuple(notes),
+        **fields,
+    )

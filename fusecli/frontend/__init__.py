@@ -1,0 +1,36 @@
+"""fusecli's stand-in for nvFuser's Python frontend (``nvfuser`` / ``nvfuser_direct``).
+
+Scripts loaded by fusecli that import ``nvfuser`` get this module; it can also be imported
+directly: ``from fusecli.frontend import FusionDefinition, DataType``.
+"""
+
+from fusecli.frontend.definition import (
+    FusionCache,
+    FusionDefinition,
+    compute_contiguity,
+    compute_tensor_descriptor,
+)
+from fusecli.frontend.state import Scalar, Tensor, Vector
+from fusecli.ir.builder import DefinitionError
+from fusecli.ir.dtype import DataType
+
+__version__ = "0.1.0"
+
+
+def version() -> str:
+    """The version a repro header names: fusecli's, marked as the stand-in it is."""
+    return f"fusecli-{__version__}"
+
+
+__all__ = [
+    "DataType",
+    "DefinitionError",
+    "FusionCache",
+    "FusionDefinition",
+    "Scalar",
+    "Tensor",
+    "Vector",
+    "compute_contiguity",
+    "compute_tensor_descriptor",
+    "version",
+]

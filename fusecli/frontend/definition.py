@@ -1,0 +1,458 @@
+"""``FusionDefinition``: nvFuser's Python frontend, building fusecli's IR.
+
+Both styles work: ``with FusionDefinition() as fd: ...`` and a subclass overriding
+``definition()``. Every call is validated when it is made and recorded in canonical form, so
+``repr(fd)`` prints a runnable repro in nvFuser's format and ``fusion_ir()`` prints the IR as
+nvFuser does.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from fusecli.frontend import session
+from fusecli.frontend.ops import Ops
+from fusecli.frontend.records import Inline, Record
+from fusecli.frontend.state import Scalar, State, Tensor, Vector
+from fusecli.ir import dtype as dt
+from fusecli.ir import nodes
+from fusecli.ir.builder import DefinitionError, FusionBuilder
+from fusecli.ir.dtype import DataType
+
+
+class FusionCache:
+    """Definitions seen in this process, keyed by their printed form: the id of a definition."""
+
+    _ids: dict[str, int] = {}
+
+    @classmethod
+    def get(cls) -> type[FusionCache]:
+        return cls
+
+    @classmethod
+    def reset(cls) -> None:
+        cls._ids.clear()
+
+    @classmethod
+    def num_fusions(cls) -> int:
+        return len(cls._ids)
+
+    @classmethod
+    def lookup(cls, text: str) -> int:
+        return cls._ids.setdefault(text, len(cls._ids))
+
+
+class FusionDefinition:
+    def __init__(self, id: int | None = None, max_length: int = 9999, **_unused: Any) -> None:
+        self._id: int | None = None
+        self._requested_id = id
+        self._reset()
+
+    def _reset(self) -> None:
+        self._builder = FusionBuilder()
+        self._records: list[Record] = []
+        self._states: list[State] = []
+        self._counter = itertools.count()
+        self._fusion: nodes.Fusion | None = None
+        self._defining = False
+        self._input_states: list[State] = []
+        self._output_states: list[State] = []
+        self.ops = Ops(self)
+
+    # -- definition lifecycle --------------------------------------------------------------
+
+    def __enter__(self) -> FusionDefinition:
+        self._setup_definition()
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self._finalize_definition()
+
+    def _setup_definition(self) -> FusionDefinition:
+        self._reset()
+        self._defining = True
+        return self
+
+    def _finalize_definition(self) -> None:
+        self._defining = False
+        self._fusion = self._builder.build()
+        self._id = FusionCache.lookup(self._definition_text())
+        session.definition_finished(self)
+
+    def definition(self) -> None:
+        raise NotImplementedError("definition() should be implemented by child class!")
+
+    def _ensure_defined(self) -> None:
+        if self._fusion is None:
+            self._setup_definition()
+            self.definition()
+            self._finalize_definition()
+
+    def id(self) -> int | None:
+        return self._id
+
+    @property
+    def fusion(self) -> nodes.Fusion:
+        """The IR of this definition (fusecli's own attribute)."""
+        if self._fusion is None:
+            raise RuntimeError("Invalid fusion definition!")
+        return self._fusion
+
+    @property
+    def records(self) -> list[Record]:
+        return list(self._records)
+
+    # -- state bookkeeping -----------------------------------------------------------------
+
+    def _check_defining(self, what: str) -> None:
+        if not self._defining:
+            raise RuntimeError(
+                f"{what}: Attempting to add to a completed definition! "
+                "Define fusions inside `with FusionDefinition() as fd:` or definition()"
+            )
+
+    def _new_index(self) -> int:
+        return next(self._counter)
+
+    def _tensor(self, val: nodes.TensorView) -> Tensor:
+        state = Tensor(self, self._new_index(), val)
+        self._states.append(state)
+        return state
+
+    def _scalar(self, val: nodes.Scalar) -> Scalar:
+        state = Scalar(self, self._new_index(), val)
+        self._states.append(state)
+        return state
+
+    def _vector(self, elements: list[Scalar]) -> Vector:
+        val = nodes.Vector(tuple(e.val for e in elements))
+        state = Vector(self, self._new_index(), val, elements)
+        self._states.append(state)
+        return state
+
+    def _wrap(self, val: nodes.Val) -> State:
+        if isinstance(val, nodes.TensorView):
+            return self._tensor(val)
+        if isinstance(val, nodes.Scalar):
+            return self._scalar(val)
+        return self._vector([self._scalar(e) for e in val.elements])
+
+    def _record(self, record: Record) -> None:
+        self._records.append(record)
+
+    def _inline_vector(
+        self, values: object, what: str, is_shape: bool = True
+    ) -> tuple[Vector, object]:
+        """A shape argument: a Vector handle, or a list of ints and Scalars printed inline.
+
+        Inline ints still take a state index each, and so does the vector, as in nvFuser.
+        """
+        if isinstance(values, Vector):
+            return values, values
+        if not isinstance(values, list | tuple) and not _is_torch_size(values):
+            raise TypeError(f"{what}: expected a Vector or a list of ints, got {values!r}")
+        elements = []
+        for value in values:
+            if isinstance(value, Scalar):
+                elements.append(value)
+            elif isinstance(value, int) and not isinstance(value, bool):
+                if is_shape and value < -1:
+                    raise DefinitionError(what, f"shape entry {value} is less than -1")
+                elements.append(self._scalar(FusionBuilder.constant(value, DataType.Int)))
+            else:
+                raise TypeError(f"{what}: list entries must be ints or Scalars, got {value!r}")
+        return self._vector(elements), Inline(tuple(values))
+
+    # -- definitions -----------------------------------------------------------------------
+
+    def define_tensor(self, *args: Any, **kwargs: Any) -> Tensor:
+        """The three overloads of nvFuser's define_tensor (and the 2023 spellings)."""
+        self._check_defining("define_tensor")
+        spec = _parse_define_tensor(args, kwargs)
+        val = self._builder.define_tensor(
+            spec["shape"], spec["contiguity"], spec["dtype"], spec["stride_order"], spec["is_cpu"]
+        )
+        state = self._tensor(val)
+        self._input_states.append(state)
+        record_args: list[tuple[str | None, object]] = [
+            ("shape", list(spec["shape"])),
+            ("contiguity", list(spec["contiguity"])),
+            ("dtype", spec["dtype"]),
+            ("is_cpu", spec["is_cpu"]),
+        ]
+        if spec["stride_order"]:
+            record_args.append(("stride_order", list(spec["stride_order"])))
+        self._record(Record("fd.define_tensor", [state], record_args))
+        return state
+
+    def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
+        if not (tensor.is_cuda or tensor.dim() == 0 or session.cpu_tensors_allowed()):
+            raise ValueError("Tensor should be on a cuda device!")
+        return self.define_tensor(
+            sizes=list(tensor.size()),
+            strides=list(tensor.stride()),
+            dtype=dt.from_torch(tensor.dtype),
+            static_sizes=static_sizes,
+            is_cpu=bool(tensor.dim() == 0 and not tensor.is_cuda and not tensor.is_cpu),
+        )
+
+    def define_scalar(self, *args: Any, **kwargs: Any) -> Scalar:
+        """An input (``define_scalar(dtype)``); or a constant (``define_scalar(value, dtype)``)."""
+        self._check_defining("define_scalar")
+        value, dtype, is_input = _parse_define_scalar(args, kwargs)
+        if is_input:
+            state = self._scalar(self._builder.define_input_scalar(dtype))
+            self._input_states.append(state)
+            self._record(Record("fd.define_scalar", [state], [(None, None), ("dtype", dtype)]))
+            return state
+        state = self._scalar(FusionBuilder.constant(value, dtype))
+        self._record(Record("fd.define_scalar", [state], [(None, value), ("dtype", dtype)]))
+        return state
+
+    def define_constant(self, value: Any, dtype: DataType | None = None) -> Scalar:
+        """Deprecated alias of define_scalar(value), found in 2022-23 repros."""
+        return self.define_scalar(value, dtype)
+
+    def define_vector(self, values: Any, dtype: DataType = DataType.Int) -> Vector:
+        self._check_defining("define_vector")
+        if dtype is not DataType.Int:
+            raise DefinitionError("define_vector", f"vectors hold Int scalars, got {dtype}")
+        if isinstance(values, int):
+            elements = [self._scalar(self._builder.define_input_scalar(DataType.Int))
+                        for _ in range(values)]
+            self._input_states.extend(elements)
+            state = self._vector(elements)
+            self._record(Record("fd.define_vector", [state], [(None, values)]))
+            return state
+        state, printed = self._inline_vector(values, "define_vector")
+        self._record(
+            Record("fd.define_vector", [state], [(None, printed), ("dtype", DataType.Int)])
+        )
+        return state
+
+    def add_output(self, output: State, *args: Any, **kwargs: Any) -> None:
+        """``add_output(out)``, ``(out, alias_input)`` or ``(out, stride_order)``."""
+        self._check_defining("add_output")
+        alias = kwargs.pop("alias_input", None)
+        stride_order = kwargs.pop("stride_order", None)
+        if kwargs:
+            raise TypeError(f"add_output: unexpected arguments {sorted(kwargs)}")
+        if args:
+            if isinstance(args[0], Tensor):
+                alias = args[0]
+            elif args[0] is not None:
+                stride_order = list(args[0])
+        if not isinstance(output, Tensor | Scalar):
+            raise TypeError(f"add_output: expected a Tensor or Scalar, got {output!r}")
+        self._builder.add_output(
+            output.val, alias.val if alias is not None else None, stride_order or ()
+        )
+        self._output_states.append(output)
+        record_args: list[tuple[str | None, object]] = [(None, output)]
+        if alias is not None:
+            record_args.append((None, alias))
+        elif stride_order:
+            record_args.append(("stride_order", list(stride_order)))
+        self._record(Record("fd.add_output", [], record_args))
+
+    # -- introspection ---------------------------------------------------------------------
+
+    def inputs(self) -> list[int]:
+        return [s.index for s in self._input_states]
+
+    def outputs(self) -> list[int]:
+        return [s.index for s in self._output_states]
+
+    def _definition_text(self, function_name: str | None = None) -> str:
+        from fusecli.frontend.repro import definition_text
+
+        return definition_text(self, function_name)
+
+    def __repr__(self) -> str:
+        return self._definition_text()
+
+    __str__ = __repr__
+
+    def repro_script_for(self, inputs: Sequence[Any] | None = None) -> str:
+        from fusecli.frontend.repro import repro_script
+
+        return repro_script(self, inputs)
+
+    def fusion_ir(self) -> str:
+        from fusecli.ir.printer import print_fusion
+
+        self._ensure_defined()
+        return print_fusion(self.fusion)
+
+    # -- execution -------------------------------------------------------------------------
+
+    def execute(self, inputs: Sequence[Any], *, device: Any = None, **options: Any) -> list[Any]:
+        """Run the fusion on ``inputs``; nvFuser's keyword options are accepted.
+
+        ``print_repro=True`` prints the repro first, as nvFuser does. Other options
+        (``_enable_options``, ``save_repro_inputs``, ...) do not change fusecli's results.
+        """
+        self._ensure_defined()
+        if options.get("print_repro"):
+            print(self.repro_script_for(inputs))
+        return session.execute(self, list(inputs), device)
+
+    def validate(
+        self,
+        inputs: Sequence[Any],
+        reference_outputs: Sequence[Any] | None = None,
+        **execute_kwargs: Any,
+    ) -> None:
+        """Raise AssertionError unless the outputs match the reference (default: eager torch)."""
+        from fusecli.compare import compare_tensors, tolerance_for
+        from fusecli.reference import run_reference
+
+        outputs = self.execute(inputs, **execute_kwargs)
+        if reference_outputs is None:
+            reference_outputs = run_reference(self.fusion, list(inputs)).outputs
+        for index, (actual, expected) in enumerate(zip(outputs, reference_outputs, strict=True)):
+            diff = compare_tensors(actual, expected, tolerance=tolerance_for(expected.dtype))
+            if not diff.ok:
+                raise AssertionError(f"output {index} does not match: {diff.summary()}")
+
+
+def _is_torch_size(value: object) -> bool:
+    return type(value).__name__ == "Size"
+
+
+def _parse_define_tensor(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Normalize the three overloads into shape, contiguity, dtype, stride_order, is_cpu."""
+    kwargs = dict(kwargs)
+    # 2023 spellings
+    if "symbolic_sizes" in kwargs:
+        kwargs["shape"] = kwargs.pop("symbolic_sizes")
+    if "contiguous" in kwargs:
+        kwargs["contiguity"] = kwargs.pop("contiguous")
+    if "sizes" in kwargs or "strides" in kwargs or (
+        len(args) >= 2 and not isinstance(args[1], bool) and len(args[1]) > 0
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in args[1])
+    ):
+        names = ["sizes", "strides", "dtype", "static_sizes", "is_cpu"]
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        sizes, strides = list(bound["sizes"]), list(bound["strides"])
+        shape, contiguity, stride_order = compute_tensor_descriptor(sizes, strides)
+        if bound.get("static_sizes", False):
+            shape = sizes
+        else:
+            shape = [1 if s == 1 else -1 for s in sizes]
+        return {
+            "shape": shape, "contiguity": contiguity,
+            "dtype": bound.get("dtype", DataType.Float),
+            "stride_order": stride_order, "is_cpu": bool(bound.get("is_cpu", False)),
+        }
+    names = ["shape", "contiguity", "dtype", "is_cpu", "stride_order"]
+    bound = dict(zip(names, args))
+    duplicate = set(bound) & set(kwargs)
+    if duplicate:
+        raise TypeError(f"define_tensor: got multiple values for {sorted(duplicate)}")
+    bound.update(kwargs)
+    unknown = set(bound) - set(names)
+    if unknown:
+        raise TypeError(f"define_tensor: unexpected arguments {sorted(unknown)}")
+    shape = [int(s) for s in bound["shape"]]
+    contiguity = bound.get("contiguity", False)
+    if isinstance(contiguity, bool):
+        contiguity = [None if s == 1 else contiguity for s in shape]
+    dtype = bound.get("dtype", DataType.Float)
+    if not isinstance(dtype, DataType):
+        raise TypeError(f"define_tensor: dtype must be a DataType, got {dtype!r}")
+    return {
+        "shape": shape,
+        "contiguity": list(contiguity),
+        "dtype": dtype,
+        "stride_order": list(bound.get("stride_order") or []),
+        "is_cpu": bool(bound.get("is_cpu", False)),
+    }
+
+
+def _parse_define_scalar(args: tuple, kwargs: dict) -> tuple[Any, DataType, bool]:
+    kwargs = dict(kwargs)
+    if args and isinstance(args[0], DataType):
+        return None, args[0], True
+    value = args[0] if args else kwargs.pop("value", None)
+    dtype = args[1] if len(args) > 1 else kwargs.pop("dtype", None)
+    if kwargs:
+        raise TypeError(f"define_scalar: unexpected arguments {sorted(kwargs)}")
+    if value is None and not args:
+        return None, dtype or DataType.Double, True
+    if value is None:
+        return None, dtype or DataType.Double, True
+    if hasattr(value, "item") and callable(value.item):  # numpy and 0-dim torch numbers
+        value = value.item()
+    if dtype is None:
+        dtype = dt.from_python_value(value)
+    return _cast_python_value(value, dtype), dtype, False
+
+
+def _cast_python_value(value: Any, dtype: DataType) -> Any:
+    if dt.is_boolean(dtype):
+        return bool(value)
+    if dt.is_integral(dtype):
+        if isinstance(value, float) and not value.is_integer():
+            raise DefinitionError("define_scalar", f"{value} is not an integer ({dtype})")
+        return int(value)
+    if dt.is_floating(dtype):
+        return float(value)
+    if dt.is_complex(dtype):
+        return complex(value)
+    raise DefinitionError("define_scalar", f"unsupported scalar dtype {dtype}")
+
+
+def compute_contiguity(sizes: Sequence[int], strides: Sequence[int]) -> list[bool | None]:
+    """Contiguity in logical order (nvFuser's compute_contiguity)."""
+    contiguity: list[bool | None] = []
+    expected = 1
+    for size, stride in reversed(list(zip(sizes, strides))):
+        if size == 1 or stride == 0:
+            contiguity.append(None)
+            continue
+        contiguity.append(stride == expected)
+        expected = stride * size
+    return list(reversed(contiguity))
+
+
+def compute_tensor_descriptor(
+    sizes: Sequence[int], strides: Sequence[int]
+) -> tuple[list[int], list[bool | None], list[int]]:
+    """(shape, contiguity in allocation order, stride_order), as nvFuser computes them.
+
+    Dims with non-zero stride are stable-sorted by stride, descending; stride-0 dims keep their
+    logical positions; contiguity skips broadcast dims (stride 0 or size 1).
+    """
+    rank = len(sizes)
+    if len(strides) != rank:
+        raise DefinitionError("define_tensor", "sizes and strides differ in length")
+    nonzero = sorted(
+        (axis for axis in range(rank) if strides[axis] != 0),
+        key=lambda axis: -strides[axis],
+    )
+    order: list[int] = []
+    remaining = iter(nonzero)
+    for axis in range(rank):
+        order.append(axis if strides[axis] == 0 else -1)
+    order = [axis if axis >= 0 else next(remaining) for axis in order]
+    stride_order = [0] * rank
+    for position, axis in enumerate(order):
+        stride_order[axis] = rank - 1 - position
+    contiguity: list[bool | None] = [None] * rank
+    previous: int | None = None  # allocation position of the next inner non-broadcast dim
+    for position in reversed(range(rank)):
+        axis = order[position]
+        if strides[axis] == 0 or sizes[axis] == 1:
+            continue
+        if previous is None:
+            contiguity[position] = strides[axis] == 1
+        else:
+            inner = order[previous]
+            contiguity[position] = strides[axis] == strides[inner] * sizes[inner]
+        previous = position
+    return list(sizes), contiguity, stride_order

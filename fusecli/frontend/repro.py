@@ -1,0 +1,73 @@
+"""Printing a definition as nvFuser prints it: ``repr(fd)`` and ``repro_script_for(inputs)``.
+
+The format is nvFuser's (``python/nvfuser/__init__.py``, ``FusionDefinition::print``): an
+optional header of versions, the imports, ``def nvfuser_fusion_idN(fd : FusionDefinition)``,
+the records with inline lists, the ``with`` block, the inputs, and ``fd.execute(inputs)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fusecli.frontend.definition import FusionDefinition
+
+
+def definition_text(fd: FusionDefinition, function_name: str | None = None) -> str:
+    if function_name is None:
+        function_name = (
+            "nvfuser_incomplete_fusion" if fd.id() is None else f"nvfuser_fusion_id{fd.id()}"
+        )
+    lines = [f"def {function_name}(fd : FusionDefinition) -> None :"]
+    lines += [f"    {record.text()}" for record in fd.records]
+    return "\n".join(lines) + "\n"
+
+
+def repro_script(
+    fd: FusionDefinition,
+    inputs: Sequence[Any] | None = None,
+    header: Sequence[str] = (),
+    module: str = "nvfuser",
+) -> str:
+    """A runnable script: the definition, its inputs (if given) and ``fd.execute(inputs)``."""
+    function_name = f"nvfuser_fusion_id{fd.id() if fd.id() is not None else 0}"
+    parts = [*(f"# {line}" for line in header)]
+    parts += ["import torch", f"from {module} import FusionDefinition, DataType", ""]
+    parts.append(definition_text(fd, function_name))
+    parts += ["with FusionDefinition() as fd:", f"    {function_name}(fd)", ""]
+    if inputs is not None:
+        parts.append("inputs = [")
+        parts += [f"    {input_expression(value)}," for value in inputs]
+        parts += ["]", "fd.execute(inputs)"]
+    return "\n".join(parts) + "\n"
+
+
+def input_expression(value: Any) -> str:
+    """Python source that makes an input like ``value``, as nvFuser's repro printer writes it."""
+    import torch
+
+    from fusecli.frontend.records import format_double
+
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return format_double(value)
+    if isinstance(value, int | complex):
+        return repr(value)
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"cannot print an input of type {type(value).__name__}")
+    dtype = f"torch.{str(value.dtype).removeprefix('torch.')}"
+    device = "'cuda:0'"
+    shape = tuple(value.shape)
+    if value.is_contiguous():
+        return f"torch.testing.make_tensor({shape}, dtype={dtype}, device={device})"
+    storage = 0 if value.numel() == 0 else 1 + sum(
+        (size - 1) * stride for size, stride in zip(value.shape, value.stride())
+    )
+    if value.dtype.is_floating_point or value.dtype.is_complex:
+        source = f"torch.randn(({storage},), dtype={dtype}, device={device})"
+    else:
+        high = 2 if value.dtype == torch.bool else 10
+        source = f"torch.randint(0, {high}, ({storage},), dtype={dtype}, device={device})"
+    return f"{source}.as_strided({shape}, {tuple(value.stride())})"

@@ -1,0 +1,79 @@
+"""How ``fd.execute`` runs, and who is listening.
+
+The loader and the CLI set the executor and device policy and collect every definition and
+execute call a script makes; a plain ``import fusecli.frontend`` segments fusions with the
+default rules and runs them on the default executor, with no one listening.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fusecli.frontend.definition import FusionDefinition
+
+
+@dataclass(slots=True)
+class ExecuteCall:
+    """One ``fd.execute(inputs)`` made by a script, with what it returned."""
+
+    fd: FusionDefinition
+    inputs: list[Any]
+    outputs: list[Any] | None = None
+
+
+@dataclass(slots=True)
+class Session:
+    executor: str = "auto"
+    rules: str = "nvfuser"
+    map_cuda_to_cpu: bool = False
+    run_executes: bool = True  # False: record calls and return reference outputs lazily
+    definitions: list[FusionDefinition] = field(default_factory=list)
+    calls: list[ExecuteCall] = field(default_factory=list)
+
+
+_current = Session()
+
+
+def current() -> Session:
+    return _current
+
+
+@contextlib.contextmanager
+def capturing(session: Session) -> Iterator[Session]:
+    """Route definitions and execute calls into ``session`` for the duration."""
+    global _current
+    previous, _current = _current, session
+    try:
+        yield session
+    finally:
+        _current = previous
+
+
+def cpu_tensors_allowed() -> bool:
+    return _current.map_cuda_to_cpu
+
+
+def definition_finished(fd: FusionDefinition) -> None:
+    if fd not in _current.definitions:
+        _current.definitions.append(fd)
+
+
+def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
+    from fusecli.runtime.segmented import run_fusion
+
+    call = ExecuteCall(fd, list(inputs))
+    _current.calls.append(call)
+    if not _current.run_executes:
+        from fusecli.reference import run_reference
+
+        call.outputs = run_reference(fd.fusion, list(inputs)).outputs
+        return call.outputs
+    _, run = run_fusion(
+        fd.fusion, list(inputs), rules=_current.rules, executor=_current.executor, device=device
+    )
+    call.outputs = run.outputs
+    return call.outputs

@@ -1,0 +1,113 @@
+"""``fusecli convert``: a Python repro to YAML and back, losslessly (``docs/yaml-format.md``).
+
+Lossless means: the definition's records print identically, every input keeps its dtype, shape,
+strides and kind exactly, and input values stored in the file come back bit for bit. A Python
+script does not say how it drew its inputs, so converting one stores each tensor's values when
+its storage span has at most ``MAX_STORED_ELEMENTS`` elements, and otherwise its layout with a
+seeded distribution (and a note saying so). Converted Python makes every input with an
+expression that reproduces exactly what the YAML file loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from fusecli.errors import InputError
+from fusecli.frontend.repro import definition_text, repro_script
+from fusecli.ir.nodes import TensorView
+from fusecli.load.inputs import InputSpec, TensorSpec, input_source, spec_for_value
+from fusecli.load.model import LoadedFusion
+
+DEFINITION_FUNCTION = "nvfuser_fusion"  # the function name written in YAML definitions
+FORMATS = {"yaml": (".yaml", ".yml"), "python": (".py",)}
+
+
+def input_specs(loaded: LoadedFusion) -> tuple[InputSpec, ...]:
+    """How ``loaded``'s inputs are made: as the file said (YAML) or as read off the values."""
+    if loaded.input_specs is not None:
+        return loaded.input_specs
+    fusion_inputs = loaded.fusion.inputs
+    specs = []
+    for index, value in enumerate(loaded.inputs):
+        declared = fusion_inputs[index] if index < len(fusion_inputs) else None
+        on_cpu = isinstance(declared, TensorView) and declared.is_cpu
+        specs.append(spec_for_value(value, index, on_cpu, loaded.where))
+    return tuple(specs)
+
+
+def to_yaml(loaded: LoadedFusion) -> str:
+    from fusecli.load.yaml_format import dump_document
+
+    definition = definition_text(loaded.fd, DEFINITION_FUNCTION)
+    return dump_document(loaded.name, definition, input_specs(loaded))
+
+
+def to_python(loaded: LoadedFusion, *, imports: bool = True) -> str:
+    """A runnable repro in nvFuser's format whose inputs are exactly ``loaded``'s.
+
+    ``imports=False`` leaves out the header and imports, for a second fusion in one script.
+    """
+    specs = input_specs(loaded)
+    header = [f"fusecli: {loaded.name}, converted from {loaded.path.name}"]
+    header += [
+        f"input {index}: {spec.note}"
+        for index, spec in enumerate(specs)
+        if isinstance(spec, TensorSpec) and spec.note
+    ]
+    script = repro_script(loaded.fd, None, header=header)
+    if not imports:
+        script = script[script.index("\ndef ") + 1 :]
+    lines = ["inputs = [", *(f"    {input_source(spec)}," for spec in specs), "]"]
+    lines.append("fd.execute(inputs)")
+    return script + "\n".join(lines) + "\n"
+
+
+def format_of(path: Path) -> str | None:
+    suffix = path.suffix.lower()
+    return next((name for name, suffixes in FORMATS.items() if suffix in suffixes), None)
+
+
+def convert(loaded: Sequence[LoadedFusion], to: str) -> str:
+    """All fusions of one file as one text: YAML documents, or one script."""
+    if to == "yaml":
+        return "---\n".join(to_yaml(fusion) for fusion in loaded)
+    return "\n".join(to_python(fusion, imports=index == 0) for index, fusion in enumerate(loaded))
+
+
+def convert_file(
+    src: str | Path, dst: str | Path | None = None, *, to: str | None = None, force: bool = False
+) -> str:
+    """Convert the repro at ``src``; return the text, and write it to ``dst`` when given.
+
+    ``to`` is ``yaml`` or ``python``; by default it follows ``dst``'s suffix, else it is the
+    other format than ``src``'s. An existing ``dst`` is only replaced with ``force``.
+    """
+    from fusecli.load import load_path
+
+    src = Path(src)
+    source_format = format_of(src)
+    if source_format is None:
+        raise InputError("cannot convert this file: expected .py, .yaml or .yml", str(src))
+    target = _target_format(source_format, None if dst is None else Path(dst), to)
+    if dst is not None and Path(dst).exists() and not force:
+        raise InputError("the file exists; pass --force to replace it", str(dst))
+    text = convert(load_path(src, device="cpu"), target)
+    if dst is not None:
+        Path(dst).write_text(text, encoding="utf-8")
+    return text
+
+
+def _target_format(source_format: str, dst: Path | None, to: str | None) -> str:
+    if to is not None and to not in FORMATS:
+        raise InputError(f"unknown format {to!r}, expected one of {', '.join(FORMATS)}")
+    dst_format = format_of(dst) if dst is not None else None
+    if dst is not None and dst_format is None and to is None:
+        raise InputError("cannot tell the format from the suffix; name it with --to", str(dst))
+    if to is not None and dst_format is not None and to != dst_format:
+        raise InputError(f"the suffix says {dst_format}, but {to} was asked for", str(dst))
+    if to is not None:
+        return to
+    if dst_format is not None:
+        return dst_format
+    return "python" if source_format == "yaml" else "yaml"

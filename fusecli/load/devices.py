@@ -1,0 +1,192 @@
+"""Sending a script's CUDA device requests to the CPU, on machines without CUDA.
+
+Repro scripts put their inputs on ``'cuda:0'``. While ``cuda_mapped_to_cpu()`` is active, what a
+script asks to place on a CUDA device lands on the CPU instead: the ``device=`` argument of
+torch's factory functions and of ``torch.testing.make_tensor``, ``Tensor.cuda()``,
+``Tensor.to('cuda')`` (or a CUDA ``torch.device``, or a device ordinal), ``Tensor.new_*``,
+``torch.set_default_device('cuda')`` and ``torch.cuda.synchronize()``. Queries stay honest:
+``torch.cuda.is_available()`` still says False, and ``tensor.is_cuda`` is False.
+
+Everything patched is restored on exit, also when the script raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# torch functions whose keyword ``device=`` places the result.
+FACTORY_FUNCTIONS = (
+    "arange", "as_tensor", "empty", "empty_like", "empty_strided", "eye", "full", "full_like",
+    "linspace", "logspace", "normal", "ones", "ones_like", "rand", "rand_like", "randint",
+    "randint_like", "randn", "randn_like", "randperm", "scalar_tensor", "tensor",
+    "tril_indices", "triu_indices", "zeros", "zeros_like",
+)
+TENSOR_FACTORY_METHODS = (
+    "new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor", "new_zeros",
+)
+# Positional index of the device argument, where a function also takes it positionally.
+POSITIONAL_DEVICE = {"as_tensor": 2}
+
+
+@dataclass(slots=True)
+class DeviceMapping:
+    """What happened while mapping: how many CUDA requests went to the CPU."""
+
+    mapped: int = 0
+    _restore: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def notice(self) -> str | None:
+        return "CUDA devices mapped to the CPU" if self.mapped else None
+
+
+def is_cuda_device(device: object) -> bool:
+    """True for ``'cuda'``, ``'cuda:1'``, ``torch.device('cuda')`` and a device ordinal."""
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    if isinstance(device, str):
+        try:
+            return torch.device(device).type == "cuda"
+        except RuntimeError:
+            return False  # not a device string: let torch say what is wrong with it
+    return isinstance(device, int) and not isinstance(device, bool)
+
+
+@contextlib.contextmanager
+def cuda_mapped_to_cpu() -> Iterator[DeviceMapping]:
+    mapping = DeviceMapping()
+    try:
+        for name in FACTORY_FUNCTIONS:
+            _patch(mapping, torch, name, _device_argument_mapper)
+        for name in TENSOR_FACTORY_METHODS:
+            _patch(mapping, torch.Tensor, name, _device_argument_mapper)
+        _patch(mapping, torch.testing, "make_tensor", _device_argument_mapper)
+        _patch(mapping, torch.Tensor, "cuda", _tensor_cuda)
+        _patch(mapping, torch.Tensor, "to", _tensor_to)
+        _patch(mapping, torch.Tensor, "pin_memory", _tensor_pin_memory)
+        _patch(mapping, torch, "set_default_device", _set_default_device)
+        _patch(mapping, torch.cuda, "synchronize", _synchronize)
+        yield mapping
+    finally:
+        for restore in reversed(mapping._restore):
+            restore()
+        mapping._restore.clear()
+
+
+Wrapper = Callable[[DeviceMapping, Callable[..., Any], str], Callable[..., Any]]
+
+
+def _patch(mapping: DeviceMapping, owner: Any, name: str, make_wrapper: Wrapper) -> None:
+    """Replace ``owner.name`` by a wrapper; remember how to put things back exactly.
+
+    Tensor methods are inherited from torch's C base class: restoring them means deleting the
+    override, not setting the inherited function on ``torch.Tensor``.
+    """
+    original = getattr(owner, name, None)
+    if original is None:
+        return
+    owned = name in vars(owner)
+    setattr(owner, name, make_wrapper(mapping, original, name))
+    if owned:
+        mapping._restore.append(lambda: setattr(owner, name, original))
+    else:
+        mapping._restore.append(lambda: delattr(owner, name))
+
+
+def _device_argument_mapper(mapping: DeviceMapping, original: Callable, name: str) -> Callable:
+    position = POSITIONAL_DEVICE.get(name)
+
+    @functools.wraps(original)
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        if is_cuda_device(kwargs.get("device")):
+            kwargs["device"] = "cpu"
+            kwargs.pop("pin_memory", None)  # pinning needs CUDA
+            mapping.mapped += 1
+        elif position is not None and len(args) > position and is_cuda_device(args[position]):
+            args = (*args[:position], "cpu", *args[position + 1 :])
+            mapping.mapped += 1
+        return original(*args, **kwargs)
+
+    return mapped
+
+
+def _tensor_cuda(mapping: DeviceMapping, original: Callable, name: str) -> Callable:
+    def cuda(
+        self: torch.Tensor,
+        device: Any = None,
+        non_blocking: bool = False,
+        memory_format: torch.memory_format = torch.preserve_format,
+    ) -> torch.Tensor:
+        mapping.mapped += 1
+        # A copy, as moving a CPU tensor to a GPU makes one.
+        return self.to("cpu", non_blocking=non_blocking, copy=True, memory_format=memory_format)
+
+    return functools.wraps(original)(cuda)
+
+
+def _tensor_to(mapping: DeviceMapping, original: Callable, name: str) -> Callable:
+    @functools.wraps(original)
+    def to(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        moved = False
+        if args and is_cuda_device(args[0]):
+            args = ("cpu", *args[1:])
+            moved = True
+        if is_cuda_device(kwargs.get("device")):
+            kwargs["device"] = "cpu"
+            moved = True
+        if moved:
+            mapping.mapped += 1
+            if len(args) <= 3:  # unless copy was passed positionally: (device, dtype, nb, copy)
+                kwargs["copy"] = True  # a copy, as moving a CPU tensor to a GPU makes one
+        return original(self, *args, **kwargs)
+
+    return to
+
+
+def _tensor_pin_memory(mapping: DeviceMapping, original: Callable, name: str) -> Callable:
+    @functools.wraps(original)
+    def pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return self  # pinning needs CUDA; on the CPU it changes nothing a fusion sees
+
+    return pin_memory
+
+
+def _set_default_device(mapping: DeviceMapping, original: Callable, name: str) -> Callable:
+    @functools.wraps(original)
+    def set_default_device(device: Any) -> None:
+        if is_cuda_device(device):
+            mapping.mapped += 1
+            device = "cpu"
+        original(device)
+
+    return set_default_device
+
+
+def _synchronize(mapping: DeviceMapping, original: Callable, name: str) -> Callable:
+    @functools.wraps(original)
+    def synchronize(device: Any = None) -> None:
+        return None  # nothing runs asynchronously on the CPU
+
+    return synchronize
+
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` is ``cuda`` where torch has CUDA, else ``cpu``; ``cuda`` must be available."""
+    from fusecli.errors import InputError, MissingEnvironmentError
+
+    if device not in DEVICE_CHOICES:
+        raise InputError(f"unknown device {device!r}, expected one of {', '.join(DEVICE_CHOICES)}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise MissingEnvironmentError("device 'cuda' was asked for, but torch has no CUDA here")
+    return device

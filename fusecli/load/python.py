@@ -1,0 +1,189 @@
+"""Loading a Python repro script: run it verbatim, and capture what it asks nvFuser to run.
+
+The script runs as ``python script.py`` would run it (``__name__ == "__main__"``, its folder on
+``sys.path``), with three differences while it runs:
+
+- ``import nvfuser`` and ``import nvfuser_direct`` give fusecli's frontend (``load.shim``);
+- every ``fd.execute(inputs)`` is recorded with a copy of its inputs and returns eager torch's
+  outputs instead of running a fusion (running is the pipeline's job, later);
+- without CUDA (or with ``device="cpu"``) its CUDA device requests go to the CPU
+  (``load.devices``), with one notice.
+
+What the script prints goes to stderr, so that stdout stays the CLI's. Global torch state a
+script may change (RNG, default dtype and device, grad mode) and ``sys.argv`` / ``sys.path``
+are put back afterwards.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fusecli.errors import InputError
+from fusecli.frontend import session as frontend_session
+from fusecli.frontend.definition import FusionDefinition
+from fusecli.load.devices import cuda_mapped_to_cpu, resolve_device
+from fusecli.load.failures import raise_user_error, user_line
+from fusecli.load.inputs import clone_exact
+from fusecli.load.model import LoadedFusion
+from fusecli.load.shim import nvfuser_modules
+
+
+@dataclass(frozen=True, slots=True)
+class _Captured:
+    fd: FusionDefinition
+    inputs: list[Any]
+    line: int | None
+
+
+class _CallRecorder(list):
+    """``Session.calls`` for a loaded script.
+
+    The session appends each call *before* running it, so this is where the inputs are copied
+    untouched (a fusion with an aliased output writes into its input) and where the script's
+    line of the call is on the stack.
+    """
+
+    def __init__(self, filename: str) -> None:
+        super().__init__()
+        self.filename = filename
+        self.captured: list[_Captured] = []
+
+    def append(self, call: frontend_session.ExecuteCall) -> None:
+        super().append(call)
+        self.captured.append(
+            _Captured(call.fd, clone_exact(list(call.inputs)), _calling_line(self.filename))
+        )
+
+
+def _calling_line(filename: str) -> int | None:
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == filename:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def load_python(
+    path: str | Path, *, device: str = "auto", seed: int = 0
+) -> list[LoadedFusion]:
+    """Run the repro script at ``path``; one LoadedFusion per ``fd.execute`` call it made.
+
+    A script that makes no call but leaves ``fd`` and ``inputs`` defined gives those. Torch is
+    seeded with ``seed`` first, so that random inputs are the same on every load. Errors in
+    the script become InputError naming the script's line.
+    """
+    path = Path(path)
+    filename = str(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the script: {exc}", filename) from None
+    try:
+        tree = ast.parse(source, filename)
+        code = compile(tree, filename, "exec")
+    except SyntaxError as exc:
+        raise InputError(f"syntax error: {exc.msg}", f"{filename}:{exc.lineno}") from None
+
+    map_to_cpu = resolve_device(device) == "cpu"
+    recorder = _CallRecorder(filename)
+    session = frontend_session.Session(
+        map_cuda_to_cpu=map_to_cpu, run_executes=False, calls=recorder
+    )
+    namespace: dict[str, Any] = {
+        "__name__": "__main__",
+        "__file__": filename,
+        "__builtins__": builtins,
+    }
+    mapping_context = cuda_mapped_to_cpu() if map_to_cpu else contextlib.nullcontext()
+    with (
+        _script_environment(path, seed),
+        nvfuser_modules(),
+        frontend_session.capturing(session),
+        mapping_context as mapping,
+    ):
+        _run_guarded(filename, lambda: exec(code, namespace))
+        captured = recorder.captured or _captured_globals(namespace, tree, filename)
+
+    if not captured:
+        raise InputError(
+            "the script runs no fusion: it makes no fd.execute(inputs) call and leaves no "
+            "`fd` and `inputs` defined",
+            filename,
+        )
+    notices = (mapping.notice,) if mapping is not None and mapping.notice else ()
+    return [
+        LoadedFusion(
+            path=path,
+            name=path.stem if index == 0 else f"{path.stem}#{index + 1}",
+            fd=call.fd,
+            inputs=call.inputs,
+            line=call.line,
+            source_kind="python",
+            notices=notices,
+        )
+        for index, call in enumerate(captured)
+    ]
+
+
+def _run_guarded(filename: str, run: Any) -> None:
+    try:
+        run()
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise InputError(f"the script exited with status {exc.code}", filename) from None
+    except Exception as exc:
+        line = user_line(exc, filename)
+        raise_user_error(exc, f"{filename}:{line}" if line is not None else filename)
+
+
+def _captured_globals(
+    namespace: dict[str, Any], tree: ast.Module, filename: str
+) -> list[_Captured]:
+    """``fd`` and ``inputs`` left by a script that never called ``fd.execute``."""
+    fd, inputs = namespace.get("fd"), namespace.get("inputs")
+    if not isinstance(fd, FusionDefinition) or not isinstance(inputs, list | tuple):
+        return []
+    if fd.id() is None:
+        # Subclass style (``definition()`` overridden): nvFuser defines it on first execute.
+        _run_guarded(filename, fd._ensure_defined)
+    return [_Captured(fd, clone_exact(list(inputs)), _assignment_line(tree, "inputs"))]
+
+
+def _assignment_line(tree: ast.Module, name: str) -> int | None:
+    line = None
+    for statement in tree.body:
+        targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            line = statement.lineno
+    return line
+
+
+@contextlib.contextmanager
+def _script_environment(path: Path, seed: int) -> Iterator[None]:
+    """Seed torch; put back what the script may change in the process; its prints to stderr."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    saved_dtype, saved_grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    saved_device = torch.get_default_device()
+    sys.argv = [str(path)]
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        with torch.random.fork_rng(devices=[]), contextlib.redirect_stdout(sys.stderr):
+            torch.manual_seed(seed)
+            yield
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        torch.set_default_dtype(saved_dtype)
+        torch.set_grad_enabled(saved_grad)
+        if torch.get_default_device() != saved_device:
+            torch.set_default_device(saved_device)

@@ -1,0 +1,40 @@
+"""The JSON document of DESIGN.md: ``{"ok": bool, "fusions": [...]}``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fusecli.pipeline import FusionOutcome, RunReport
+
+
+def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
+    outputs = []
+    for index, diff in enumerate(outcome.outputs):
+        record = diff.to_json()
+        record["index"] = index
+        outputs.append(record)
+    return {
+        "path": outcome.path,
+        "name": outcome.name,
+        "ok": outcome.ok,
+        "status": outcome.status,
+        "error": outcome.error,
+        "segments": [
+            {
+                "id": s.id,
+                "scheduler": s.scheduler,
+                "executor": s.executor,
+                "exprs": list(s.exprs),
+            }
+            for s in outcome.segments
+        ],
+        "outputs": outputs,
+        "notices": list(outcome.notices),
+        "seconds": round(outcome.seconds, 6),
+    }
+
+
+def run_report_json(report: RunReport) -> str:
+    document = {"ok": report.ok, "fusions": [fusion_record(f) for f in report.fusions]}
+    return json.dumps(document, indent=2, allow_nan=False)

@@ -1,0 +1,96 @@
+"""The rich report of ``fusecli run``: per fusion, its inputs, segments and outputs."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from fusecli.pipeline import FusionOutcome, RunReport
+
+_STATUS_STYLE = {"pass": "bold green", "mismatch": "bold red", "error": "bold yellow"}
+
+
+def _shape(values: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}"
+
+
+def inputs_table(outcome: FusionOutcome) -> Table:
+    table = Table(title="inputs", title_justify="left", show_edge=False, pad_edge=False)
+    for column in ("#", "kind", "dtype", "shape", "strides / value"):
+        table.add_column(column)
+    for item in outcome.inputs:
+        detail = _shape(item.strides) if item.kind == "tensor" else repr(item.value)
+        shape = _shape(item.shape) if item.kind == "tensor" else ""
+        table.add_row(str(item.index), item.kind, item.dtype, shape, detail)
+    return table
+
+
+def segments_table(outcome: FusionOutcome) -> Table:
+    table = Table(title="segments", title_justify="left", show_edge=False, pad_edge=False)
+    for column in ("id", "scheduler", "executor", "exprs"):
+        table.add_column(column)
+    for segment in outcome.segments:
+        table.add_row(
+            str(segment.id), segment.scheduler or "(unsegmented)", segment.executor,
+            ", ".join(segment.exprs) or "(no tensor exprs)",
+        )
+    return table
+
+
+def outputs_table(outcome: FusionOutcome) -> Table:
+    table = Table(title="outputs vs eager torch", title_justify="left", show_edge=False,
+                  pad_edge=False)
+    for column in ("#", "dtype", "shape", "max abs", "max rel", "mismatches", "verdict"):
+        table.add_column(column)
+    for index, diff in enumerate(outcome.outputs):
+        verdict = Text("ok", style="green") if diff.ok else Text("MISMATCH", style="bold red")
+        if diff.ok and diff.closer_to_float64 is not None:
+            verdict = Text("ok (closer to float64 than eager)", style="green")
+        table.add_row(
+            str(index), diff.actual_dtype, _shape(tuple(diff.actual_shape)),
+            _number(diff.max_abs_err), _number(diff.max_rel_err),
+            f"{diff.mismatch_count}/{diff.numel}", verdict,
+        )
+    return table
+
+
+def fusion_panel(outcome: FusionOutcome, verbose: bool = False) -> Panel:
+    parts: list = []
+    if outcome.error:
+        parts.append(Text(outcome.error, style="yellow"))
+    if outcome.inputs and verbose:
+        parts.append(inputs_table(outcome))
+    if outcome.segments and outcome.status != "error":
+        parts.append(segments_table(outcome))
+    if outcome.outputs:
+        parts.append(outputs_table(outcome))
+        for index, diff in enumerate(outcome.outputs):
+            if not diff.ok:
+                parts.append(Text(f"output {index}: {diff.summary()}", style="red"))
+    status = Text(outcome.status.upper(), style=_STATUS_STYLE[outcome.status])
+    title = Text.assemble(status, "  ", (outcome.name, "bold"), f"  {outcome.path}")
+    subtitle = f"{outcome.seconds * 1000:.1f} ms" if outcome.seconds else None
+    return Panel(Group(*parts) if parts else Text(""), title=title, title_align="left",
+                 subtitle=subtitle, subtitle_align="right")
+
+
+def render_run(report: RunReport, console: Console, verbose: bool = False) -> None:
+    for outcome in report.fusions:
+        console.print(fusion_panel(outcome, verbose))
+    counts = {status: 0 for status in _STATUS_STYLE}
+    for outcome in report.fusions:
+        counts[outcome.status] += 1
+    summary = Text.assemble(
+        (f"{counts['pass']} passed", "green"), ", ",
+        (f"{counts['mismatch']} mismatched", "red" if counts["mismatch"] else ""), ", ",
+        (f"{counts['error']} errors", "yellow" if counts["error"] else ""),
+    )
+    console.print(summary)

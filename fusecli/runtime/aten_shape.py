@@ -1,0 +1,88 @@
+"""ATen execution of shape exprs: broadcast, expand, reshape, permute, squeeze, slice, pad, cat.
+
+Wherever torch can, the result is a view of the operand (unsqueeze, expand, permute, slicing,
+reshape of a compatible layout): this executor is also the GPU fallback, and a view costs
+nothing. Fusion outputs are materialized at the end, so views never leak to the user.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from fusecli.ir.nodes import Expr
+from fusecli.ir.optype import OpType
+from fusecli.runtime.aten_elementwise import AtenFn
+from fusecli.runtime.context import ExecutionContext
+
+
+def _broadcast(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    (tensor,) = args
+    for axis, is_new in enumerate(expr.attr("is_broadcast_dim")):
+        if is_new:
+            tensor = tensor.unsqueeze(axis)
+    return (tensor,)
+
+
+def _expand(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    tensor, shape = args
+    return (tensor.expand([int(size) for size in shape]),)  # -1 keeps the size
+
+
+def _reshape(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    tensor, shape = args
+    return (tensor.reshape([int(size) for size in shape]),)  # one -1 is inferred
+
+
+def _permute(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    return (args[0].permute(expr.attr("dims")),)
+
+
+def _squeeze(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    """Drop ``dims``; an expanded broadcast (squeeze_expanded) keeps its one distinct value."""
+    (tensor,) = args
+    for axis in sorted(expr.attr("dims"), reverse=True):
+        tensor = tensor.select(axis, 0)
+    return (tensor,)
+
+
+def _slice(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    """Stride-1 slices: torch's wrap-and-clamp, or indices used as given (manual_normalization)."""
+    tensor = args[0]
+    rank = tensor.dim()
+    starts, ends = args[1 : 1 + rank], args[1 + rank : 1 + 2 * rank]
+    manual = expr.attr("manual_normalization", False)
+    index = []
+    for size, start, end in zip(tensor.shape, starts, ends):
+        start, end = int(start), int(end)
+        if manual:  # already normalized: no wrapping of negative values
+            start, end = min(max(start, 0), size), min(max(end, 0), size)
+        index.append(slice(start, end))  # Python slicing wraps, clamps and keeps stop >= start
+    return (tensor[tuple(index)],)
+
+
+def _pad(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    """F.pad order: innermost dimension first, (left, right) pairs; negative widths crop."""
+    tensor, value, *widths = args
+    widths = [int(width) for width in widths]
+    if tensor.dtype is torch.bool:
+        value = bool(value)
+    return (F.pad(tensor, widths, mode="constant", value=value),)
+
+
+def _cat(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+    return (torch.cat(args, dim=expr.attr("dim")),)
+
+
+SHAPE_OPS: dict[OpType, AtenFn] = {
+    OpType.broadcast: _broadcast,
+    OpType.expand: _expand,
+    OpType.reshape: _reshape,
+    OpType.permute: _permute,
+    OpType.squeeze: _squeeze,
+    OpType.slice: _slice,
+    OpType.pad: _pad,
+    OpType.cat: _cat,
+}

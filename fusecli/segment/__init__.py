@@ -1,0 +1,1 @@
+"""The segmenter: schedulers with reasons, rule profiles, and nvFuser's segmentation algorithm."""

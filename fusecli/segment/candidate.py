@@ -1,0 +1,211 @@
+"""A candidate segment: some exprs of a fusion, with its inputs and outputs as nvFuser defines them.
+
+Segment inputs are the fusion inputs its exprs read plus values produced outside it; segment
+outputs are the fusion outputs it produces plus values it produces that exprs outside read.
+Schedulers see only the candidate, but, as in nvFuser, ``definition()`` still looks into the
+complete fusion (the 2024 matmul check relied on that).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from fusecli.ir.nodes import (
+    Expr,
+    Fusion,
+    Scalar,
+    ScalarExtent,
+    SymbolicExtent,
+    TensorView,
+    Val,
+    Vector,
+    evaluate_extent,
+)
+from fusecli.ir.optype import OpKind, OpType
+from fusecli.segment.dims import DimGraph
+
+
+class FusionGraph:
+    """Indexes over a complete fusion that every candidate shares (built once)."""
+
+    def __init__(self, fusion: Fusion) -> None:
+        self.fusion = fusion
+        self.position = {expr.uid: index for index, expr in enumerate(fusion.exprs)}
+        self.input_uids = {v.uid for v in fusion.inputs}
+        self.output_uids = {o.value.uid for o in fusion.outputs}
+        self.producer: dict[int, Expr] = {}
+        self.consumers: dict[int, list[Expr]] = {}
+        for expr in fusion.exprs:
+            for out in expr.outputs:
+                self.producer[out.uid] = expr
+            for value in expr.inputs:
+                self.consumers.setdefault(value.uid, []).append(expr)
+        self._namer = None
+
+    def name(self, tensor: TensorView) -> str:
+        """The tensor's name as fusecli's IR printer gives it (T0, T1, ... in order)."""
+        if self._namer is None:
+            from fusecli.ir.printer import Namer
+
+            self._namer = Namer(self.fusion)
+        return self._namer.tensor_name(tensor)
+
+    def is_tensor_expr(self, expr: Expr) -> bool:
+        return any(isinstance(o, TensorView) for o in expr.outputs)
+
+
+class RuntimeInfo:
+    """Concrete sizes from the actual inputs (nvFuser's SchedulerRuntimeInfo)."""
+
+    def __init__(self, fusion: Fusion, inputs: Sequence[object] | None) -> None:
+        self.bindings: dict[object, int] = {}
+        self.known = inputs is not None
+        if inputs is None:
+            return
+        for value, actual in zip(fusion.inputs, _flatten(inputs)):
+            if isinstance(value, TensorView) and hasattr(actual, "shape"):
+                for domain, size in zip(value.logical, actual.shape):
+                    for extent in (domain.extent, domain.expanded):
+                        if isinstance(extent, SymbolicExtent):
+                            self.bindings.setdefault(extent, int(size))
+            elif isinstance(value, Scalar):
+                self.bindings[value] = actual
+        for expr in fusion.exprs:  # scalars read off tensors: size()
+            if expr.op is OpType.size:
+                source = expr.inputs[0]
+                extent = source.logical[expr.attr("dim")].logical_extent
+                size = self.extent(extent)
+                if size is not None:
+                    self.bindings[expr.output] = size
+
+    def extent(self, extent: object) -> int | None:
+        try:
+            if isinstance(extent, ScalarExtent) and extent.scalar.is_constant:
+                return int(extent.scalar.value)
+            return evaluate_extent(extent, self.bindings)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def numel(self, tensor: TensorView, include_reduction: bool = False) -> int | None:
+        domains = tensor.domain if include_reduction else tensor.logical
+        sizes = [self.extent(d.logical_extent) for d in domains]
+        if any(s is None for s in sizes):
+            return None
+        return math.prod(sizes)
+
+
+def _flatten(values: Sequence[object]) -> list[object]:
+    flat: list[object] = []
+    for value in values:
+        if isinstance(value, list | tuple):
+            flat.extend(_flatten(value))
+        else:
+            flat.append(value)
+    return flat
+
+
+@dataclass(eq=False)  # not slots: cached_property needs __dict__
+class Candidate:
+    """Exprs considered as one kernel, in the fusion's topological order."""
+
+    graph: FusionGraph
+    exprs: tuple[Expr, ...]
+    _expr_uids: frozenset[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._expr_uids = frozenset(e.uid for e in self.exprs)
+
+    @staticmethod
+    def of(graph: FusionGraph, exprs: Sequence[Expr]) -> Candidate:
+        ordered = sorted(exprs, key=lambda e: graph.position[e.uid])
+        return Candidate(graph, tuple(ordered))
+
+    def contains(self, expr: Expr) -> bool:
+        return expr.uid in self._expr_uids
+
+    @cached_property
+    def produced(self) -> dict[int, Val]:
+        return {out.uid: out for e in self.exprs for out in e.outputs}
+
+    @cached_property
+    def inputs(self) -> tuple[TensorView, ...]:
+        """Tensor inputs: fusion inputs read first, then values from other segments."""
+        own, edges, seen = [], [], set()
+        for expr in self.exprs:
+            for value in expr.inputs:
+                if not isinstance(value, TensorView) or value.uid in seen:
+                    continue
+                if value.uid in self.produced:
+                    continue
+                seen.add(value.uid)
+                (own if value.uid in self.graph.input_uids else edges).append(value)
+        return tuple(own + edges)
+
+    @cached_property
+    def outputs(self) -> tuple[TensorView, ...]:
+        own, edges = [], []
+        for expr in self.exprs:
+            for out in expr.outputs:
+                if not isinstance(out, TensorView):
+                    continue
+                if out.uid in self.graph.output_uids:
+                    own.append(out)
+                elif any(not self.contains(c) for c in self.graph.consumers.get(out.uid, [])):
+                    edges.append(out)
+        return tuple(own + edges)
+
+    @cached_property
+    def input_uids(self) -> frozenset[int]:
+        return frozenset(v.uid for v in self.inputs)
+
+    @cached_property
+    def output_uids(self) -> frozenset[int]:
+        return frozenset(v.uid for v in self.outputs)
+
+    def is_input(self, value: Val) -> bool:
+        return value.uid in self.input_uids
+
+    def definition(self, value: Val) -> Expr | None:
+        """The expr producing ``value`` in the complete fusion."""
+        return self.graph.producer.get(value.uid)
+
+    def uses_inside(self, value: Val) -> list[Expr]:
+        return [c for c in self.graph.consumers.get(value.uid, []) if self.contains(c)]
+
+    @cached_property
+    def kinds(self) -> frozenset[OpKind]:
+        return frozenset(e.op.kind for e in self.exprs)
+
+    def has(self, *kinds: OpKind) -> bool:
+        return any(kind in self.kinds for kind in kinds)
+
+    def exprs_of(self, *kinds: OpKind) -> list[Expr]:
+        return [e for e in self.exprs if e.op.kind in kinds]
+
+    @cached_property
+    def reduction_exprs(self) -> list[Expr]:
+        return self.exprs_of(OpKind.REDUCTION, OpKind.NORMALIZATION)
+
+    @cached_property
+    def dims(self) -> DimGraph:
+        return DimGraph(self.exprs)
+
+    @cached_property
+    def tensors(self) -> list[TensorView]:
+        seen: dict[int, TensorView] = {}
+        for value in self.inputs:
+            seen.setdefault(value.uid, value)
+        for expr in self.exprs:
+            for out in expr.tensor_outputs():
+                seen.setdefault(out.uid, out)
+        return list(seen.values())
+
+    def describe(self) -> str:
+        return ", ".join(e.op.value for e in self.exprs)
+
+
+def vector_values(vector: Vector) -> list[Scalar]:
+    return list(vector.elements)

@@ -1,0 +1,100 @@
+"""Verdicts, rule profiles and the context schedulers decide in.
+
+A rule profile fixes the order schedulers are tried in and which acceptance rules apply:
+``nvfuser`` (today's order, the default) and ``nvfuser-2024`` (before the ExprEval scheduler:
+matmul lowered to broadcast + mma + cast, and the matmul scheduler rejecting an MmaOp whose
+operands do not come from a broadcast of a segment input or a LoadStoreOp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fusecli.segment.candidate import RuntimeInfo
+
+SCHEDULER_NAMES = (
+    "no_op", "expr_eval", "matmul", "reduction", "resize", "transpose", "pointwise",
+    "inner_persistent", "outer_persistent", "inner_outer_persistent",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One scheduler's answer for one candidate: accepted, or the reason it was rejected."""
+
+    scheduler: str
+    accepted: bool
+    reason: str = ""
+
+    @staticmethod
+    def accept(scheduler: str) -> Verdict:
+        return Verdict(scheduler, True)
+
+    @staticmethod
+    def reject(scheduler: str, reason: str) -> Verdict:
+        return Verdict(scheduler, False, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleProfile:
+    name: str
+    order: tuple[str, ...]
+    matmul_as_mma: bool  # fd.ops.matmul lowered to broadcast + mma + cast (2024)
+    common_matmul_check: bool  # checkCanSchedule rejects matmul ops outside matmul/expr_eval
+    description: str
+
+
+PROFILES: dict[str, RuleProfile] = {
+    "nvfuser": RuleProfile(
+        name="nvfuser",
+        order=("expr_eval", "no_op", "matmul", "reduction", "resize", "transpose", "pointwise",
+               "inner_persistent", "outer_persistent", "inner_outer_persistent"),
+        matmul_as_mma=False,
+        common_matmul_check=True,
+        description="nvFuser today: MatmulOp/LinearOp run through ATen (expr_eval)",
+    ),
+    "nvfuser-2024": RuleProfile(
+        name="nvfuser-2024",
+        order=("no_op", "matmul", "reduction", "transpose", "pointwise", "inner_persistent",
+               "outer_persistent", "inner_outer_persistent"),
+        matmul_as_mma=True,
+        common_matmul_check=False,
+        description="nvFuser before May 2024: matmul lowered to broadcast + mma + cast, "
+        "no expr_eval scheduler, the matmul scheduler's operand-dependency check",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """What run-time checks need to know of the GPU (an H200 unless told otherwise)."""
+
+    name: str = "H200 (sm_90)"
+    sm_count: int = 132
+    register_file_bytes: int = 256 * 1024  # per SM
+    shared_memory_bytes: int = 227 * 1024  # per block, opt-in maximum on sm_90
+
+    @property
+    def max_persistent_bytes(self) -> int:
+        return self.register_file_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Switches:
+    """nvFuser's relevant switches, and fusecli's --disable-scheduler."""
+
+    fuse_matmul: bool = False  # NVFUSER_ENABLE=fuse_matmul
+    matmul_expr_eval: bool = True  # NVFUSER_DISABLE=matmul_expr_eval turns it off
+    disabled: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(slots=True)
+class ScheduleContext:
+    runtime: RuntimeInfo
+    profile: RuleProfile
+    switches: Switches = field(default_factory=Switches)
+    device: Device = field(default_factory=Device)
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        return tuple(n for n in self.profile.order if n not in self.switches.disabled)

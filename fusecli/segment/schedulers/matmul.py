@@ -1,0 +1,103 @@
+"""matmul (csrc/scheduler/matmul_utils.cpp): the MMA kernel scheduler.
+
+Profile ``nvfuser`` (today):
+- no MatmulOp/LinearOp/MmaOp: "No matmul patterns were found";
+- MatmulOp/LinearOp need NVFUSER_ENABLE=fuse_matmul: "MatmulOp and LinearOp fusion is
+  disabled by default. Enable it using NVFUSER_ENABLE=fuse_matmul";
+- with it: one pattern only ("Only a single matmul pattern can currently be fused"), no 1-D
+  operand ("Cannot fuse matrix-vector products"), fp16/bf16 operands ("Unsupported operand
+  type. Operands must be fp16 or bf16"), and on Hopper operands reached from segment inputs
+  through set, broadcast and squeeze only ("Operand <tv> must have only trivial prologue ops
+  (set, broadcast, squeeze) but found <expr>").
+
+Profile ``nvfuser-2024`` (commit ac599aa6, before PR #2221): exactly one MmaOp ("Matmul
+scheduler supports fusions only with a single mma opor supports a mul-sum pair which can be
+replaced with a mma op", nvFuser's two strings concatenated without a space), and each MmaOp
+operand defined by a BroadcastOp whose input is a segment input or the output of a LoadStoreOp
+(set, permute): otherwise "MmaOp input has unsupported dependency".
+"""
+
+from __future__ import annotations
+
+from fusecli.ir.dtype import DataType
+from fusecli.ir.nodes import Expr, TensorView
+from fusecli.ir.optype import OpType
+from fusecli.segment.candidate import Candidate
+from fusecli.segment.rules import ScheduleContext, Verdict
+
+NAME = "matmul"
+
+_LOAD_STORE = frozenset({OpType.set, OpType.permute, OpType.segment_set, OpType.stride_order})
+_TRIVIAL_PROLOGUE = frozenset({OpType.set, OpType.broadcast, OpType.squeeze, OpType.cast})
+
+
+def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    if ctx.profile.matmul_as_mma:
+        return _can_schedule_2024(candidate)
+    patterns = [e for e in candidate.exprs if e.op in (OpType.matmul, OpType.linear, OpType.mma)]
+    if not patterns:
+        return Verdict.reject(NAME, "No matmul patterns were found")
+    if not ctx.switches.fuse_matmul and any(e.op is not OpType.mma for e in patterns):
+        return Verdict.reject(
+            NAME,
+            "MatmulOp and LinearOp fusion is disabled by default. "
+            "Enable it using NVFUSER_ENABLE=fuse_matmul",
+        )
+    if len(patterns) > 1:
+        return Verdict.reject(NAME, "Only a single matmul pattern can currently be fused")
+    pattern = patterns[0]
+    operands = pattern.tensor_inputs()[:2]
+    if any(operand.ndim < 2 for operand in operands):
+        return Verdict.reject(NAME, "Cannot fuse matrix-vector products")
+    if any(o.dtype not in (DataType.Half, DataType.BFloat16) for o in operands):
+        return Verdict.reject(NAME, "Unsupported operand type. Operands must be fp16 or bf16")
+    for operand in operands:
+        offending = _non_trivial_prologue(candidate, operand)
+        if offending is not None:
+            return Verdict.reject(
+                NAME,
+                f"Operand {candidate.graph.name(operand)} must have only trivial prologue ops "
+                f"(set, broadcast, squeeze) but found {offending.op.value}",
+            )
+    return Verdict.accept(NAME)
+
+
+def _non_trivial_prologue(candidate: Candidate, operand: TensorView) -> Expr | None:
+    stack = [operand]
+    while stack:
+        value = stack.pop()
+        if candidate.is_input(value):
+            continue
+        producer = candidate.definition(value)
+        if producer is None or not candidate.contains(producer):
+            continue
+        if producer.op not in _TRIVIAL_PROLOGUE:
+            return producer
+        stack.extend(producer.tensor_inputs())
+    return None
+
+
+def _can_schedule_2024(candidate: Candidate) -> Verdict:
+    mmas = [e for e in candidate.exprs if e.op is OpType.mma]
+    if len(mmas) != 1:
+        return Verdict.reject(
+            NAME,
+            "Matmul scheduler supports fusions only with a single mma op"
+            "or supports a mul-sum pair which can be replaced with a mma op",
+        )
+    for operand in mmas[0].tensor_inputs():
+        if not _valid_dependency(candidate, operand):
+            return Verdict.reject(NAME, "MmaOp input has unsupported dependency")
+    return Verdict.accept(NAME)
+
+
+def _valid_dependency(candidate: Candidate, operand: TensorView) -> bool:
+    """areMmaOpInputDependeciesValid: broadcast of a segment input or of a LoadStoreOp."""
+    producer = candidate.definition(operand)  # the complete fusion's, as in nvFuser
+    if producer is None or producer.op is not OpType.broadcast:
+        return False
+    source = producer.inputs[0]
+    if candidate.is_input(source):
+        return True
+    source_producer = candidate.definition(source)
+    return source_producer is not None and source_producer.op in _LOAD_STORE

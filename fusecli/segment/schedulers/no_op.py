@@ -1,0 +1,32 @@
+"""no_op (csrc/scheduler/no_op.cpp): segments that launch no kernel.
+
+Accept a segment with no exprs. Reject a reduction over a non-empty dimension
+("reduction of non-zero elements is not supported") and any output with an iteration
+dimension ("output has a concrete dimension"); outputs of only broadcast (or empty) dimensions
+are metadata and accepted.
+"""
+
+from __future__ import annotations
+
+from fusecli.segment.candidate import Candidate
+from fusecli.segment.rules import ScheduleContext, Verdict
+from fusecli.segment.schedulers.common import memory_promotion_reason
+
+NAME = "no_op"
+
+
+def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    if not candidate.exprs:
+        return Verdict.accept(NAME)
+    for expr in candidate.reduction_exprs:
+        out = expr.tensor_outputs()[0]
+        if not any(ctx.runtime.extent(d.extent) == 0 for d in out.logical):
+            return Verdict.reject(NAME, "reduction of non-zero elements is not supported")
+    for out in candidate.outputs:
+        if any(not d.is_broadcast and not d.is_reduction and
+               ctx.runtime.extent(d.extent) != 0 for d in out.domain):
+            return Verdict.reject(NAME, "output has a concrete dimension")
+    reason = memory_promotion_reason(candidate)
+    if reason:
+        return Verdict.reject(NAME, reason)
+    return Verdict.accept(NAME)

@@ -1,0 +1,90 @@
+"""pointwise (csrc/scheduler/pointwise.cpp): elementwise kernels over one loop nest.
+
+Compile time: the memory-promotion rule; "no support for reduction ops"; and "cannot find
+reference tensor" when no output covers every loop of the segment (an output must iterate
+over all iteration dimensions, or the kernel would leave some unscheduled). Loops split or
+merged by a reshape are covered by the reshape's output; the indexed dimension of a lookup
+table (index_select, gather, select) is read by index, not iterated. In the nvfuser-2024 profile an
+MmaOp segment has no reference either (its output carries a reduction).
+"""
+
+from __future__ import annotations
+
+from fusecli.segment.candidate import Candidate
+from fusecli.segment.rules import ScheduleContext, Verdict
+from fusecli.segment.schedulers import common
+
+NAME = "pointwise"
+
+
+def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    if common.has_mma(candidate):
+        return Verdict.reject(NAME, "cannot find reference tensor")
+    reason = common.memory_promotion_reason(candidate)
+    if reason:
+        return Verdict.reject(NAME, reason)
+    if candidate.reduction_exprs:
+        return Verdict.reject(NAME, "no support for reduction ops")
+    if find_reference(candidate, ctx) is None:
+        return Verdict.reject(NAME, "cannot find reference tensor")
+    return Verdict.accept(NAME)
+
+
+def find_reference(candidate: Candidate, ctx: ScheduleContext):
+    """An output whose loops cover every non-broadcast loop of the segment's tensors."""
+    dims = candidate.dims
+    lookups = _lookup_dims(candidate)
+    required = set()
+    for tensor in candidate.tensors:
+        for position, domain in enumerate(tensor.domain):
+            if (tensor.uid, position) in lookups:
+                continue
+            if not domain.is_broadcast and not domain.is_reduction:
+                required.add(dims.class_of(tensor, position))
+    best, best_size = None, -1
+    for output in candidate.outputs:
+        covered = {
+            dims.class_of(output, position)
+            for position, domain in enumerate(output.domain)
+            if not domain.is_reduction
+        }
+        covered |= _reshaped_from(candidate, output)
+        if required <= covered:
+            size = ctx.runtime.numel(output) or 0
+            if size > best_size:
+                best, best_size = output, size
+    return best
+
+
+def _lookup_dims(candidate: Candidate) -> set[tuple[int, int]]:
+    """The indexed dimension of each lookup table: read by index, not iterated over."""
+    from fusecli.ir.optype import OpKind
+
+    found = set()
+    for expr in candidate.exprs_of(OpKind.INDEX):
+        dim = expr.attr("dim")
+        if dim is not None:
+            found.add((expr.inputs[0].uid, dim))
+    return found
+
+
+def _reshaped_from(candidate: Candidate, output) -> set[object]:
+    """Loops of tensors that reach ``output`` through a reshape: the reshape replays them."""
+    from fusecli.ir.optype import OpType
+
+    covered, stack, seen = set(), [output], set()
+    while stack:
+        tensor = stack.pop()
+        if tensor.uid in seen:
+            continue
+        seen.add(tensor.uid)
+        producer = candidate.definition(tensor)
+        if producer is None or not candidate.contains(producer):
+            continue
+        for source in producer.tensor_inputs():
+            if producer.op is OpType.reshape:
+                for position, domain in enumerate(source.domain):
+                    if not domain.is_reduction:
+                        covered.add(candidate.dims.class_of(source, position))
+            stack.append(source)
+    return covered

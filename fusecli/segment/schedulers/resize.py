@@ -1,0 +1,23 @@
+"""resize (csrc/scheduler/resize.cpp): slice, pad and cat with pointwise ops around them.
+
+- no slice, pad or cat: "No resize op to schedule";
+- reductions: "No support for reduction ops";
+- an input whose broadcast dimensions would be expanded to different sizes:
+  "Broadcasting dimension might be broadcasting to multiple sizes.".
+"""
+
+from __future__ import annotations
+
+from fusecli.segment.candidate import Candidate
+from fusecli.segment.rules import ScheduleContext, Verdict
+from fusecli.segment.schedulers import common
+
+NAME = "resize"
+
+
+def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    if not any(e.op in common.RESIZE_OPS for e in candidate.exprs):
+        return Verdict.reject(NAME, "No resize op to schedule")
+    if candidate.reduction_exprs:
+        return Verdict.reject(NAME, "No support for reduction ops")
+    return Verdict.accept(NAME)

@@ -1,0 +1,50 @@
+"""transpose (csrc/scheduler/transpose.cpp): pointwise fusions whose inputs and outputs
+disagree on which dimension is innermost in memory.
+
+Compile time: reductions ("no support for reduction ops"), the memory-promotion rule, and
+"cannot find two mismatching inner most dimensions" when every input and output has the
+same innermost loop. Run time: fewer elements than SMs x 32 x 32 tiles is "Transpose
+scheduler does not perform well on small problem sizes.".
+In the nvfuser-2024 profile an MmaOp is "no support for mma ops.".
+"""
+
+from __future__ import annotations
+
+from fusecli.segment.candidate import Candidate
+from fusecli.segment.dims import innermost_position
+from fusecli.segment.rules import ScheduleContext, Verdict
+from fusecli.segment.schedulers import common
+
+NAME = "transpose"
+TILE = 32
+
+
+def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    if common.has_mma(candidate):
+        return Verdict.reject(NAME, "no support for mma ops.")
+    reason = common.memory_promotion_reason(candidate)
+    if reason:
+        return Verdict.reject(NAME, reason)
+    if candidate.reduction_exprs:
+        return Verdict.reject(NAME, "no support for reduction ops")
+    groups = inner_dim_groups(candidate)
+    if len(groups) < 2:
+        return Verdict.reject(NAME, "cannot find two mismatching inner most dimensions")
+    largest = max((ctx.runtime.numel(t) or 0 for t in candidate.tensors), default=0)
+    if ctx.runtime.known and largest < ctx.device.sm_count * TILE * TILE:
+        return Verdict.reject(
+            NAME, "Transpose scheduler does not perform well on small problem sizes."
+        )
+    return Verdict.accept(NAME)
+
+
+def inner_dim_groups(candidate: Candidate) -> set[object]:
+    """The distinct loops that are innermost in memory for some segment input or output."""
+    groups = set()
+    for tensor in (*candidate.inputs, *candidate.outputs):
+        stride_order = tensor.stride_order if candidate.graph.fusion.inputs and \
+            tensor.uid in candidate.graph.input_uids else ()
+        position = innermost_position(tensor, stride_order)
+        if position is not None:
+            groups.add(candidate.dims.class_of(tensor, position))
+    return groups

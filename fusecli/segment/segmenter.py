@@ -1,0 +1,436 @@
+"""nvFuser's segmentation algorithm (csrc/fusion_segmenter.cpp), with its decisions logged.
+
+1. Without ``segment_set`` hints, try the whole fusion as one segment.
+2. Otherwise: one group per tensor expr; chains of unary ops reading a fusion input are
+   forwarded (kept out of the groups and joined to their consumers at the end); groups that
+   produce fusion outputs must have a scheduler.
+3. Level-based pairwise merging (Herrmann et al.): each round, each group merges with at most
+   one neighbour within one level, so the group graph stays acyclic; repeated until no merge.
+4. A final merge of producer-consumer pairs, edges through fusion outputs included.
+5. Every final group gets a scheduler, or segmentation fails with a diagnosis.
+
+The decision log records every candidate and every verdict, but only when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fusecli.ir.nodes import Expr, Fusion, TensorView
+from fusecli.ir.optype import OpKind, OpType
+from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
+from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
+from fusecli.segment.schedulers import propose
+
+_FORWARDABLE = frozenset({OpKind.UNARY, OpKind.CAST})
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One candidate the segmenter considered, and what each scheduler said."""
+
+    index: int
+    phase: str  # whole, initial, merge, final_merge, forward, finalize
+    candidate: Candidate
+    verdicts: tuple[Verdict, ...]
+    skipped: str | None = None  # why no scheduler was asked (segment_set rule)
+
+    @property
+    def accepted(self) -> str | None:
+        return next((v.scheduler for v in self.verdicts if v.accepted), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    id: int
+    scheduler: str
+    candidate: Candidate
+
+    @property
+    def exprs(self) -> tuple[Expr, ...]:
+        return self.candidate.exprs
+
+    @property
+    def inputs(self) -> tuple[TensorView, ...]:
+        return self.candidate.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorView, ...]:
+        return self.candidate.outputs
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Why segmentation failed: the segment no scheduler accepts, and each one's reason."""
+
+    candidate: Candidate
+    verdicts: tuple[Verdict, ...]
+    advice: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class SegmentedFusion:
+    fusion: Fusion  # the fusion segmented (lowered, under nvfuser-2024)
+    profile: str
+    segments: list[Segment] = field(default_factory=list)
+    log: list[LogEntry] | None = None
+    failure: Diagnosis | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def edges(self) -> list[tuple[int, int, TensorView]]:
+        """(producer segment, consumer segment, value) for every value crossing segments."""
+        producer_of = {}
+        for segment in self.segments:
+            for out in segment.outputs:
+                producer_of.setdefault(out.uid, segment.id)
+        found = []
+        for segment in self.segments:
+            for value in segment.inputs:
+                source = producer_of.get(value.uid)
+                if source is not None and source != segment.id:
+                    found.append((source, segment.id, value))
+        return found
+
+
+@dataclass(eq=False, slots=True)
+class _Group:
+    exprs: list[Expr]
+    scheduler: str | None = None
+    level: int = 0
+    merged: bool = False
+    alive: bool = True
+
+
+class Segmenter:
+    def __init__(
+        self,
+        fusion: Fusion,
+        inputs: Sequence[object] | None,
+        profile: str = "nvfuser",
+        switches: Switches | None = None,
+        keep_log: bool = False,
+    ) -> None:
+        from fusecli.segment.lowering import lower_for_profile
+
+        self.profile = PROFILES[profile]
+        self.fusion = lower_for_profile(fusion, self.profile)
+        self.graph = FusionGraph(self.fusion)
+        self.ctx = ScheduleContext(
+            RuntimeInfo(self.fusion, inputs), self.profile, switches or Switches()
+        )
+        self.log: list[LogEntry] | None = [] if keep_log else None
+        self.groups: list[_Group] = []
+        self.group_of: dict[int, _Group] = {}  # expr uid -> group
+        self.forwarded: list[list[Expr]] = []
+
+    # -- asking the schedulers ----------------------------------------------------------------
+
+    def try_schedule(self, exprs: Sequence[Expr], phase: str) -> str | None:
+        candidate = Candidate.of(self.graph, exprs)
+        skipped = _segment_set_violation(candidate)
+        if skipped:
+            self._record(phase, candidate, (), skipped)
+            return None
+        scheduler, verdicts = propose(candidate, self.ctx)
+        self._record(phase, candidate, tuple(verdicts))
+        return scheduler
+
+    def _record(self, phase, candidate, verdicts, skipped=None) -> None:
+        if self.log is not None:
+            self.log.append(LogEntry(len(self.log), phase, candidate, verdicts, skipped))
+
+    # -- the algorithm ------------------------------------------------------------------------
+
+    def run(self) -> SegmentedFusion:
+        result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
+        tensor_exprs = [e for e in self.fusion.exprs if self.graph.is_tensor_expr(e)]
+        has_hints = any(e.op is OpType.segment_set for e in tensor_exprs)
+        if not has_hints:
+            scheduler = self.try_schedule(tensor_exprs, "whole")
+            if scheduler is not None:
+                candidate = Candidate.of(self.graph, tensor_exprs)
+                result.segments = [Segment(0, scheduler, candidate)]
+                return result
+        self._initial_groups(tensor_exprs)
+        for group in self.groups:
+            if self._produces_fusion_output(group):
+                group.scheduler = self.try_schedule(group.exprs, "initial")
+                if group.scheduler is None:
+                    result.failure = self._diagnose(group.exprs)
+                    return result
+        self._merge_rounds()
+        self._final_merge()
+        self._resolve_forwarded()
+        return self._finalize(result)
+
+    def _initial_groups(self, tensor_exprs: list[Expr]) -> None:
+        forwarded_uids = self._forward_inputs(tensor_exprs)
+        for expr in tensor_exprs:
+            if expr.uid in forwarded_uids:
+                continue
+            group = _Group([expr])
+            self.groups.append(group)
+            self.group_of[expr.uid] = group
+
+    def _forward_inputs(self, tensor_exprs: list[Expr]) -> set[int]:
+        """Unary chains from fusion inputs, each value with one use that is not an output."""
+        excluded: set[int] = set()
+        for value in self.fusion.inputs:
+            chain: list[Expr] = []
+            current = value
+            while True:
+                uses = self.graph.consumers.get(current.uid, [])
+                if len(uses) != 1 or uses[0].op.kind not in _FORWARDABLE:
+                    break
+                use = uses[0]
+                out = use.output
+                if out.uid in self.graph.output_uids:
+                    break
+                if any(c.op is OpType.segment_set for c in self.graph.consumers.get(out.uid, [])):
+                    break
+                if not isinstance(out, TensorView):
+                    break
+                chain.append(use)
+                current = out
+            if chain and self.graph.consumers.get(current.uid):
+                self.forwarded.append(chain)
+                excluded.update(e.uid for e in chain)
+        return excluded
+
+    def _produces_fusion_output(self, group: _Group) -> bool:
+        return any(o.uid in self.graph.output_uids for e in group.exprs for o in e.outputs)
+
+    # -- the group graph ------------------------------------------------------------------------
+
+    def _producers(self, group: _Group) -> dict[_Group, list[TensorView]]:
+        found: dict[_Group, list[TensorView]] = {}
+        for expr in group.exprs:
+            for value in expr.tensor_inputs():
+                producer = self.graph.producer.get(value.uid)
+                if producer is None:
+                    continue
+                owner = self.group_of.get(producer.uid)
+                if owner is not None and owner is not group:
+                    found.setdefault(owner, []).append(value)
+        return found
+
+    def _consumers(self, group: _Group) -> dict[_Group, list[TensorView]]:
+        found: dict[_Group, list[TensorView]] = {}
+        for expr in group.exprs:
+            for value in expr.tensor_outputs():
+                for consumer in self.graph.consumers.get(value.uid, []):
+                    owner = self.group_of.get(consumer.uid)
+                    if owner is not None and owner is not group:
+                        found.setdefault(owner, []).append(value)
+        return found
+
+    def _neighbors(self, group: _Group) -> list[_Group]:
+        """Producers and consumers, except through edges that are all fusion outputs."""
+        neighbors = []
+        for table in (self._producers(group), self._consumers(group)):
+            for other, values in table.items():
+                if any(v.uid not in self.graph.output_uids for v in values):
+                    if other not in neighbors:
+                        neighbors.append(other)
+        return neighbors
+
+    def _reset_levels(self) -> None:
+        alive = [g for g in self.groups if g.alive]
+        order = self._toposort(alive)
+        for group in order:
+            producers = self._producers(group)
+            group.level = 1 + max((p.level for p in producers), default=-1)
+
+    def _toposort(self, groups: list[_Group]) -> list[_Group]:
+        pending = {id(g): len(self._producers(g)) for g in groups}
+        ready = [g for g in groups if pending[id(g)] == 0]
+        order = []
+        while ready:
+            group = ready.pop(0)
+            order.append(group)
+            for consumer in self._consumers(group):
+                pending[id(consumer)] -= 1
+                if pending[id(consumer)] == 0:
+                    ready.append(consumer)
+        if len(order) != len(groups):
+            raise RuntimeError("segment graph is not a DAG")
+        return order
+
+    # -- merging --------------------------------------------------------------------------------
+
+    def _merge_candidates(self, group: _Group) -> list[_Group]:
+        if group.merged:
+            return []
+        neighbors = self._neighbors(group)
+        if any(n.merged and abs(n.level - group.level) <= 1 for n in neighbors):
+            return []
+        chosen = []
+        for neighbor in neighbors:
+            if neighbor.merged or abs(neighbor.level - group.level) > 1:
+                continue
+            blocked = any(
+                other.merged
+                and (abs(other.level - group.level) <= 1 or abs(other.level - neighbor.level) <= 1)
+                for other in self._neighbors(neighbor)
+            )
+            if not blocked:
+                chosen.append(neighbor)
+        return chosen
+
+    def _merge_rounds(self) -> None:
+        while True:
+            self._reset_levels()
+            pairs: list[tuple[_Group, _Group, str]] = []
+            for group in [g for g in self.groups if g.alive]:
+                if group.merged:
+                    continue
+                for neighbor in self._merge_candidates(group):
+                    scheduler = self.try_schedule(group.exprs + neighbor.exprs, "merge")
+                    if scheduler is not None:
+                        group.merged = neighbor.merged = True
+                        pairs.append((group, neighbor, scheduler))
+                        break
+            if not pairs:
+                return
+            for first, second, scheduler in pairs:
+                self._join(first, second, scheduler)
+            self._compact()
+
+    def _join(self, first: _Group, second: _Group, scheduler: str) -> _Group:
+        joined = _Group(first.exprs + second.exprs, scheduler)
+        first.alive = second.alive = False
+        for expr in joined.exprs:
+            self.group_of[expr.uid] = joined
+        self.groups.append(joined)  # dead groups are dropped by _compact
+        return joined
+
+    def _compact(self) -> None:
+        self.groups = [g for g in self.groups if g.alive]
+
+    def _final_merge(self) -> None:
+        merged = True
+        while merged:
+            merged = False
+            self._reset_levels()
+            for producer in sorted(self.groups, key=lambda g: g.level):
+                consumers = list(self._consumers(producer))
+                for consumer in consumers:
+                    others = [c for c in consumers if c is not consumer]
+                    if any(self._reaches(other, consumer) for other in others):
+                        continue
+                    scheduler = self.try_schedule(producer.exprs + consumer.exprs, "final_merge")
+                    if scheduler is not None:
+                        self._join(producer, consumer, scheduler)
+                        self._compact()
+                        merged = True
+                        break
+                if merged:
+                    break
+
+    def _reaches(self, start: _Group, goal: _Group) -> bool:
+        stack, seen = [start], set()
+        while stack:
+            group = stack.pop()
+            if group is goal:
+                return True
+            if id(group) in seen:
+                continue
+            seen.add(id(group))
+            stack.extend(self._consumers(group))
+        return False
+
+    def _resolve_forwarded(self) -> None:
+        """Join each forwarded chain to each consumer group that accepts it, else its own."""
+        for chain in self.forwarded:
+            end = chain[-1].output
+            consumers = []
+            for expr in self.graph.consumers.get(end.uid, []):
+                owner = self.group_of.get(expr.uid)
+                if owner is not None and owner.alive and owner not in consumers:
+                    consumers.append(owner)
+            standalone = False
+            for consumer in consumers:
+                scheduler = self.try_schedule(chain + consumer.exprs, "forward")
+                if scheduler is not None:
+                    consumer.exprs = chain + consumer.exprs
+                    consumer.scheduler = scheduler
+                else:
+                    standalone = True
+            if standalone or not consumers:
+                group = _Group(list(chain))
+                self.groups.append(group)
+            for expr in chain:
+                self.group_of.setdefault(expr.uid, consumers[0] if consumers else group)
+
+    def _finalize(self, result: SegmentedFusion) -> SegmentedFusion:
+        alive = [g for g in self.groups if g.alive]
+        for group in self._toposort_with_duplicates(alive):
+            scheduler = self.try_schedule(group.exprs, "finalize")
+            if scheduler is None:
+                result.failure = self._diagnose(group.exprs)
+                return result
+            candidate = Candidate.of(self.graph, group.exprs)
+            result.segments.append(Segment(len(result.segments), scheduler, candidate))
+        return result
+
+    def _toposort_with_duplicates(self, groups: list[_Group]) -> list[_Group]:
+        """Run order: a group runs after every group producing a value it reads."""
+        produced_by: dict[int, _Group] = {}
+        for group in groups:
+            for expr in group.exprs:
+                for out in expr.outputs:
+                    produced_by.setdefault(out.uid, group)
+        own = {id(g): {o.uid for e in g.exprs for o in e.outputs} for g in groups}
+        needs = {
+            id(g): {
+                id(produced_by[v.uid])
+                for e in g.exprs for v in e.tensor_inputs()
+                if v.uid in produced_by and v.uid not in own[id(g)]
+            }
+            for g in groups
+        }
+        order, done = [], set()
+        while len(order) < len(groups):
+            progressed = False
+            for group in groups:
+                if id(group) not in done and needs[id(group)] <= done:
+                    order.append(group)
+                    done.add(id(group))
+                    progressed = True
+            if not progressed:
+                raise RuntimeError("segment graph is not a DAG")
+        return order
+
+    def _diagnose(self, exprs: Sequence[Expr]) -> Diagnosis:
+        from fusecli.segment.diagnosis import advise
+        from fusecli.segment.schedulers import check
+
+        candidate = Candidate.of(self.graph, exprs)
+        verdicts = tuple(check(name, candidate, self.ctx) for name in self.ctx.order)
+        return Diagnosis(candidate, verdicts, advise(candidate, verdicts, self.profile.name))
+
+
+def _segment_set_violation(candidate: Candidate) -> str | None:
+    """tryingToMergeSegmenterSet: a segment_set output must end its segment."""
+    for expr in candidate.exprs:
+        if expr.op is OpType.segment_set:
+            out = expr.output
+            if out.uid not in candidate.output_uids or candidate.uses_inside(out):
+                return "segment_set output must be a segment output with no use inside it"
+    return None
+
+
+def segment_fusion(
+    fusion: Fusion,
+    inputs: Sequence[object] | None = None,
+    *,
+    profile: str = "nvfuser",
+    switches: Switches | None = None,
+    keep_log: bool = False,
+) -> SegmentedFusion:
+    """Segment ``fusion`` for ``inputs`` (concrete sizes enable run-time checks)."""
+    return Segmenter(fusion, inputs, profile, switches, keep_log).run()
