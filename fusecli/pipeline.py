@@ -27,6 +27,7 @@ class RunOptions:
     atol: float | None = None
     float64_tiebreak: bool = True
     rules: str = "nvfuser"
+    debug: bool = False  # let errors propagate, with their tracebacks
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,8 @@ def run_paths(
     try:
         files = discover(list(paths))
     except FusecliError as error:
+        if options.debug:
+            raise
         report.fusions.append(_error_outcome(str(paths[0]), "", error))
         return report
     for path in files:
@@ -98,6 +101,8 @@ def run_paths(
         try:
             loaded = load_path(path, device=options.device, seed=options.seed)
         except FusecliError as error:
+            if options.debug:
+                raise
             report.fusions.append(_error_outcome(str(path), path.stem, error))
             continue
         if not loaded:
@@ -146,6 +151,8 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
                 fusion, _clone(loaded.inputs), float64=True, seed=options.seed
             ).outputs
     except FusecliError as error:
+        if options.debug:
+            raise
         outcome.status, outcome.error, outcome.exit_code = "error", str(error), error.exit_code
         outcome.seconds = time.perf_counter() - started
         return outcome

@@ -18,16 +18,13 @@ from fusecli.ir.dtype import from_torch
 from fusecli.load import convert_file, discover, load_path, load_python, load_yaml
 from fusecli.load.convert import to_python, to_yaml
 from fusecli.load.devices import cuda_mapped_to_cpu
-from fusecli.load.inputs import (
+from fusecli.load.distributions import (
     DISTRIBUTIONS,
-    MAX_STORED_ELEMENTS,
     TENSOR_DTYPES,
     DistributionSpec,
-    TensorSpec,
     distribution_applies,
-    input_source,
-    make_input,
 )
+from fusecli.load.inputs import MAX_STORED_ELEMENTS, TensorSpec, input_source, make_input
 from fusecli.load.model import LoadedFusion
 
 SEED_ISSUE = Path("/work/shared/seeds/nvfuser-issue-2127.txt")
@@ -107,10 +104,6 @@ fd.execute(inputs)
 """  # noqa: E501, W291
 
 
-def seed_issue_script() -> str:
-    return ISSUE_2127
-
-
 @pytest.mark.skipif(not SEED_ISSUE.exists(), reason="the seed issue text is not on this machine")
 def test_the_embedded_repro_is_the_seed_issue_verbatim():
     assert ISSUE_2127.strip() in SEED_ISSUE.read_text()
@@ -120,10 +113,10 @@ def test_the_embedded_repro_is_the_seed_issue_verbatim():
 
 
 def test_seed_issue_script_runs_verbatim_with_cpu_inputs(tmp_path):
-    path = write(tmp_path, "issue_2127.py", seed_issue_script())
+    path = write(tmp_path, "issue_2127.py", ISSUE_2127)
     (loaded,) = load_python(path)
     assert loaded.name == "issue_2127" and loaded.source_kind == "python"
-    assert loaded.line == seed_issue_script().splitlines().index("fd.execute(inputs)") + 1
+    assert loaded.line == ISSUE_2127.splitlines().index("fd.execute(inputs)") + 1
     shapes = [(tuple(t.shape), t.stride(), t.dtype) for t in loaded.inputs]
     assert shapes == [
         ((2, 16, 16), (256, 16, 1), torch.bfloat16),
@@ -485,29 +478,53 @@ def test_yaml_definition_error_names_the_file_line_and_op(tmp_path):
     assert error.value.message.startswith("permute: dims [0] must have one entry per dimension")
 
 
+def test_yaml_input_that_torch_cannot_make_names_its_line(tmp_path):
+    text = YAML_FUSION.replace(
+        "dtype: bfloat16, shape: [2, 16], strides: [16, 1], distribution: {name: normal, "
+        "mean: 0.0, std: 1.0}",
+        "dtype: bfloat16, shape: [2, 16], distribution: {name: randint, low: 0, high: 1e400}",
+    )
+    path = write(tmp_path, "fusion.yaml", text)
+    with pytest.raises(InputError, match=r"inputs\[0\].distribution.high: expected an integer"):
+        load_yaml(path, device="cpu")
+    path = write(tmp_path, "fusion.yaml", text.replace("1e400", "99999999999999999999"))
+    with pytest.raises(InputError, match=r"inputs\[0\]: cannot make this input") as error:
+        load_yaml(path, device="cpu")
+    assert error.value.where == f"{path}:10"
+
+
 def test_yaml_input_count_must_match_the_definition(tmp_path):
     path = write(tmp_path, "fusion.yaml", YAML_FUSION.rsplit("- {kind: scalar", 1)[0])
-    with pytest.raises(InputError, match="1 inputs listed, but the definition takes 2"):
+    with pytest.raises(InputError, match="1 inputs listed, but the definition takes 2") as error:
         load_yaml(path, device="cpu")
+    assert error.value.where == f"{path}:{line_of(path, 'inputs:') + 1}"
 
 
 # --- inputs as data ------------------------------------------------------------------------------
 
 
+def _example_params(kind, dtype: str) -> tuple:
+    """Parameters for ``kind`` on ``dtype``: the defaults, and values for the typed ones."""
+    params = dict(DISTRIBUTIONS[kind].params)
+    if DISTRIBUTIONS[kind].typed_params:  # full's value, range's low and high
+        python_type = {"bool": bool, "int64": int, "int32": int}.get(dtype, float)
+        examples = {"value": 1, "low": 0, "high": 1} if dtype == "bool" else {
+            "value": 3, "low": -2, "high": 5,
+        }
+        params.update({name: python_type(examples[name]) for name in params})
+    if kind.value == "randint" and dtype == "bool":
+        params["high"] = 2
+    return tuple(params.items())
+
+
 def _specs_to_check():
-    for kind, rule in DISTRIBUTIONS.items():
+    for kind in DISTRIBUTIONS:
         for dtype in TENSOR_DTYPES:
-            if not distribution_applies(kind, dtype):
-                continue
-            params = {name: default for name, default in rule.params}
-            if "value" in params:
-                params["value"] = True if dtype == "bool" else 3
-            if kind.value == "randint" and dtype == "bool":
-                params["high"] = 2
-            yield TensorSpec(
-                dtype, (3, 4), (1, 3), distribution=DistributionSpec(kind, tuple(params.items())),
-                seed=7,
-            )
+            if distribution_applies(kind, dtype):
+                yield TensorSpec(
+                    dtype, (3, 4), (1, 3),
+                    distribution=DistributionSpec(kind, _example_params(kind, dtype)), seed=7,
+                )
 
 
 @pytest.mark.parametrize(
@@ -564,7 +581,7 @@ def _identity_fd(tensor: torch.Tensor) -> FusionDefinition:
 
 def test_python_yaml_python_yaml_is_identical(tmp_path):
     (tmp_path / "a").mkdir()
-    original = write(tmp_path / "a", "fusion.py", seed_issue_script())
+    original = write(tmp_path / "a", "fusion.py", ISSUE_2127)
     first_yaml = convert_file(original, tmp_path / "a" / "fusion.yaml")
     (tmp_path / "b").mkdir()
     python_again = convert_file(tmp_path / "a" / "fusion.yaml", tmp_path / "b" / "fusion.py")
@@ -576,15 +593,23 @@ def test_python_yaml_python_yaml_is_identical(tmp_path):
     assert len({tuple(r.text() for r in rs) for rs in records}) == 1
 
 
-def test_large_inputs_keep_their_layout_and_a_note(tmp_path):
+def test_large_inputs_keep_their_layout_range_and_a_note(tmp_path):
     size = MAX_STORED_ELEMENTS + 1
     path = script(tmp_path, f"""\
-        fd.execute([torch.randn(({size * 2},), device='cuda:0').as_strided((2, {size}), (1, 2))])
+        fd.execute([
+            torch.testing.make_tensor(({size * 2},), dtype=torch.float32, device='cuda:0',
+                                      low=0.5, high=2.0).as_strided((2, {size}), (1, 2)),
+        ])
         """, name="big.py")
     text = convert_file(path, to="yaml")
-    assert "values:" not in text and "note: 'values not stored" in text
+    assert "values:" not in text and "distribution: {name: range, low: 0.5" in text
     (loaded,) = load_yaml(write(tmp_path, "big.yaml", text), device="cpu")
-    assert loaded.inputs[0].stride() == (1, 2) and loaded.inputs[0].shape == (2, size)
+    assert loaded.input_specs[0].note == (
+        f"values not stored ({size * 2} elements are more than 4096); drawn over the same range"
+    )
+    drawn = loaded.inputs[0]
+    assert drawn.stride() == (1, 2) and drawn.shape == (2, size)
+    assert 0.5 <= drawn.min().item() and drawn.max().item() <= 2.0
     python_text = convert_file(tmp_path / "big.yaml", to="python")
     assert convert_file(write(tmp_path, "big.py", python_text), to="yaml") == text
 
@@ -644,3 +669,12 @@ CORPUS_FILES = discover([CORPUS]) if CORPUS.is_dir() else []
 def test_every_corpus_fusion_loads(path):
     loaded = load_path(path)
     assert loaded and all(len(f.inputs) == len(f.fusion.inputs) for f in loaded)
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_every_corpus_fusion_converts_to_yaml_and_back(path, tmp_path):
+    (tmp_path / "yaml").mkdir()
+    (tmp_path / "python").mkdir()
+    first = convert_file(path, tmp_path / "yaml" / f"{path.stem}.yaml")
+    convert_file(tmp_path / "yaml" / f"{path.stem}.yaml", tmp_path / "python" / path.name)
+    assert convert_file(tmp_path / "python" / path.name, to="yaml") == first

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from fusecli.cli.main import guarded, warn_fault_injection
+from fusecli.cli.main import Context, guarded, warn_fault_injection
 
 
 @click.command()
@@ -20,6 +20,8 @@ from fusecli.cli.main import guarded, warn_fault_injection
     "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
     help="Where scripts' CUDA tensors go; auto maps them to the CPU when there is no GPU.",
 )
+@click.option("--rules", type=click.Choice(["nvfuser", "nvfuser-2024"]), default="nvfuser",
+              show_default=True, help="Rule profile the segmenter uses.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed for scripts' random inputs and for unseeded random ops.")
 @click.option("--rtol", type=float, default=None, help="Override the relative tolerance.")
@@ -28,7 +30,7 @@ from fusecli.cli.main import guarded, warn_fault_injection
               help="Do not run the float64 reference to excuse results closer to float64.")
 @click.option("-v", "--verbose", is_flag=True, help="Also show each fusion's inputs.")
 @guarded
-def run(paths, as_json, executor, device, seed, rtol, atol, no_tiebreak, verbose) -> int:
+def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
@@ -44,8 +46,9 @@ def run(paths, as_json, executor, device, seed, rtol, atol, no_tiebreak, verbose
 
     warn_fault_injection()
     options = RunOptions(
-        executor=executor, device=device, seed=seed, rtol=rtol, atol=atol,
-        float64_tiebreak=not no_tiebreak,
+        executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
+        float64_tiebreak=not no_tiebreak, debug=click.get_current_context().find_object(
+            Context).debug,
     )
     errors = Console(stderr=True)
     with errors.status("running...") as status:

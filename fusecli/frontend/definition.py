@@ -196,7 +196,9 @@ class FusionDefinition:
             strides=list(tensor.stride()),
             dtype=dt.from_torch(tensor.dtype),
             static_sizes=static_sizes,
-            is_cpu=bool(tensor.dim() == 0 and not tensor.is_cuda and not tensor.is_cpu),
+            # a 0-dim CPU scalar, as nvFuser marks it; under CUDA-to-CPU mapping every tensor is
+            # on the CPU, so only the definition's own spelling can tell them apart
+            is_cpu=bool(tensor.is_cpu and tensor.dim() == 0 and not session.cpu_tensors_allowed()),
         )
 
     def define_scalar(self, *args: Any, **kwargs: Any) -> Scalar:

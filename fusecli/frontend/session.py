@@ -30,7 +30,7 @@ class Session:
     executor: str = "auto"
     rules: str = "nvfuser"
     map_cuda_to_cpu: bool = False
-    run_executes: bool = True  # False: record calls and return reference outputs lazily
+    run_executes: bool = True  # False: record calls and return the reference's outputs
     definitions: list[FusionDefinition] = field(default_factory=list)
     calls: list[ExecuteCall] = field(default_factory=list)
 

@@ -4,7 +4,7 @@ Lossless means: the definition's records print identically, every input keeps it
 strides and kind exactly, and input values stored in the file come back bit for bit. A Python
 script does not say how it drew its inputs, so converting one stores each tensor's values when
 its storage span has at most ``MAX_STORED_ELEMENTS`` elements, and otherwise its layout with a
-seeded distribution (and a note saying so). Converted Python makes every input with an
+seeded ``range`` over its values (and a note saying so). Converted Python makes every input with an
 expression that reproduces exactly what the YAML file loads.
 """
 

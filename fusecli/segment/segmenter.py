@@ -1,5 +1,6 @@
 """nvFuser's segmentation algorithm (csrc/fusion_segmenter.cpp), with its decisions logged.
 
+0. Exprs no fusion output depends on are dropped (dead code).
 1. Without ``segment_set`` hints, try the whole fusion as one segment.
 2. Otherwise: one group per tensor expr; chains of unary ops reading a fusion input are
    forwarded (kept out of the groups and joined to their consumers at the end); groups that
@@ -147,7 +148,10 @@ class Segmenter:
 
     def run(self) -> SegmentedFusion:
         result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
-        tensor_exprs = [e for e in self.fusion.exprs if self.graph.is_tensor_expr(e)]
+        live = self._live_exprs()
+        tensor_exprs = [
+            e for e in self.fusion.exprs if self.graph.is_tensor_expr(e) and e.uid in live
+        ]
         has_hints = any(e.op is OpType.segment_set for e in tensor_exprs)
         if not has_hints:
             scheduler = self.try_schedule(tensor_exprs, "whole")
@@ -166,6 +170,22 @@ class Segmenter:
         self._final_merge()
         self._resolve_forwarded()
         return self._finalize(result)
+
+    def _live_exprs(self) -> set[int]:
+        """Exprs some fusion output depends on; the rest is dead code no kernel computes."""
+        live: set[int] = set()
+        stack = [o.value for o in self.fusion.outputs]
+        seen: set[int] = set()
+        while stack:
+            value = stack.pop()
+            if value.uid in seen:
+                continue
+            seen.add(value.uid)
+            producer = self.graph.producer.get(value.uid)
+            if producer is not None and producer.uid not in live:
+                live.add(producer.uid)
+                stack.extend(producer.inputs)
+        return live
 
     def _initial_groups(self, tensor_exprs: list[Expr]) -> None:
         forwarded_uids = self._forward_inputs(tensor_exprs)

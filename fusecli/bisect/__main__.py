@@ -1,0 +1,75 @@
+"""``python -m fusecli.bisect SOURCE [...]``: answer one oracle question in this process.
+
+The bisect oracle runs every question in a fresh interpreter through this entry, so that a
+crash, an abort or a hang of the fusion under test cannot take bisect down with it. SOURCE is a
+repro (``.py``, ``.yaml``) or a question bundle written by the oracle (``.pt``). It prints
+``FUSECLI_PHASE load`` and ``FUSECLI_PHASE execute`` as it goes (so that the parent knows where a
+hang happened) and, last, ``FUSECLI_VERDICT {json}``. The exit status only summarizes: 0 pass,
+1 a failure, 2 a bad question, 4 a missing environment. Copy the command bisect reports to
+replay a step by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+PHASE = "FUSECLI_PHASE"
+VERDICT = "FUSECLI_VERDICT"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m fusecli.bisect", description=__doc__)
+    parser.add_argument("source", help="a repro (.py, .yaml) or a question bundle (.pt)")
+    parser.add_argument("--index", type=int, default=0, help="which fusion of the file")
+    parser.add_argument("--segments", type=int, default=None,
+                        help="run only the first N segments on the executor under test")
+    parser.add_argument("--profile", default="nvfuser", help="segmenter rule profile")
+    parser.add_argument("--executor", default="auto")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rtol", type=float, default=None)
+    parser.add_argument("--atol", type=float, default=None)
+    parser.add_argument("--no-tiebreak", action="store_true")
+    return parser
+
+
+def _say(prefix: str, text: str) -> None:
+    sys.stdout.write(f"{prefix} {text}\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from fusecli.bisect.check import Verdict, error_verdict, evaluate
+    from fusecli.bisect.questions import load_source
+    from fusecli.pipeline import RunOptions
+
+    options = RunOptions(
+        executor=args.executor, device=args.device, seed=args.seed, rtol=args.rtol,
+        atol=args.atol, float64_tiebreak=not args.no_tiebreak,
+    )
+    _say(PHASE, "load")
+    try:
+        fusions = load_source(args.source, device=args.device, seed=args.seed)
+        if not 0 <= args.index < len(fusions):
+            verdict = Verdict("invalid", message=f"the file holds {len(fusions)} fusions",
+                              fusions=len(fusions))
+            _say(VERDICT, verdict.to_json())
+            return 2
+    except Exception as error:
+        verdict = error_verdict(error, "load")
+        if verdict.status == "crash":  # a script that raises is a bad repro, not a crash
+            verdict = Verdict("invalid", verdict.error_type, verdict.message, "load")
+        _say(VERDICT, verdict.to_json())
+        return 2
+    _say(PHASE, "execute")
+    from dataclasses import replace
+
+    verdict = evaluate(fusions[args.index], options, args.segments, args.profile)
+    _say(VERDICT, replace(verdict, fusions=len(fusions)).to_json())
+    return {"pass": 0, "invalid": 2, "environment": 4}.get(verdict.status, 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

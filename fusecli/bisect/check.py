@@ -1,0 +1,228 @@
+"""One oracle question, answered: run a fusion on the executor under test and judge the result.
+
+``evaluate`` segments the fusion and runs the first ``segments`` segments (all by default) on
+the executor under test, with ``FUSECLI_INJECT_FAULT`` in effect, and the rest on the reference
+interpreter, which ignores faults; then it compares every output with eager torch, with the
+float64 tie-break, exactly as ``fusecli run`` does. The answer is a ``Verdict``: plain data that
+crosses a process boundary as one line of JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fusecli.pipeline import RunOptions
+
+# Statuses. pass: outputs match; mismatch: some output does not; crash: the executor under test
+# raised; hang: no answer within the timeout; died: the interpreter itself died (a signal, an
+# os._exit) before answering; invalid: the question itself is bad (the file does not load, the
+# reference cannot evaluate it); environment: what was asked for is missing here.
+FAILURES = ("mismatch", "crash", "hang", "died")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: str
+    error_type: str | None = None  # the exception's class, or the signal, for crash and died
+    message: str = ""  # first line of the error, or what did not match
+    phase: str = ""  # load, execute: where a crash, a hang or a death happened
+    seconds: float = 0.0
+    fusions: int = 1  # how many fusions the file holds (for the first question about a file)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILURES
+
+    @property
+    def signature(self) -> str:
+        """What identifies this failure across minimization steps: kind, type, normalized text."""
+        if self.status == "mismatch":
+            return "mismatch"
+        parts = [self.status, self.error_type or "", normalize_message(self.message)]
+        return ": ".join(p for p in parts if p)
+
+    def summary(self) -> str:
+        if self.status == "pass":
+            return "pass"
+        kind = f"{self.status} ({self.error_type})" if self.error_type else self.status
+        return f"{kind}: {self.message}" if self.message else kind
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), allow_nan=False)
+
+    @staticmethod
+    def from_json(text: str) -> Verdict:
+        return Verdict(**json.loads(text))
+
+
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+-]+)+")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_NAME = re.compile(r"\b[TSV]\d+\b")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def normalize_message(message: str) -> str:
+    """The message with what changes from run to run or step to step replaced: paths,
+    addresses, value names and numbers (expr positions shift as exprs are removed)."""
+    text = _PATH.sub("<path>", message.strip())
+    text = _HEX.sub("<addr>", text)
+    text = _NAME.sub("<val>", text)
+    return _NUMBER.sub("N", text)
+
+
+def first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def error_verdict(error: BaseException, phase: str) -> Verdict:
+    """What an exception means: bad input, missing environment, or a crash under test."""
+    from fusecli.errors import InputError, MissingEnvironmentError
+
+    if isinstance(error, MissingEnvironmentError):
+        return Verdict("environment", type(error).__name__, first_line(error), phase)
+    if isinstance(error, InputError):
+        return Verdict("invalid", type(error).__name__, first_line(error), phase)
+    return Verdict("crash", type(error).__name__, first_line(error), phase)
+
+
+# -- evaluation --------------------------------------------------------------------------------
+
+
+def evaluate(
+    loaded: Any, options: RunOptions, segments: int | None = None, profile: str = "nvfuser"
+) -> Verdict:
+    """Run ``loaded`` (a LoadedFusion) as the oracle question with the given plan."""
+    from fusecli.reference import ReferenceInputError, run_reference
+
+    started = time.perf_counter()
+    fusion, inputs = loaded.fusion, loaded.inputs
+    try:
+        actual = run_under_test(fusion, _clone(inputs), options, segments, profile)
+    except Exception as error:  # a crash of the executor under test, whatever it raised
+        return _timed(error_verdict(error, "execute"), started)
+    try:
+        expected = run_reference(fusion, _clone(inputs), seed=options.seed).outputs
+        precise = None
+        if options.float64_tiebreak:
+            precise = run_reference(fusion, _clone(inputs), float64=True, seed=options.seed)
+            precise = precise.outputs
+    except ReferenceInputError as error:
+        return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
+    except Exception as error:  # the reference cannot answer: not a question for the executor
+        return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
+    failing = compare_outputs(fusion, inputs, actual, expected, precise, options)
+    if failing:
+        return _timed(Verdict("mismatch", message="; ".join(failing)), started)
+    return _timed(Verdict("pass"), started)
+
+
+def _timed(verdict: Verdict, started: float) -> Verdict:
+    from dataclasses import replace
+
+    return replace(verdict, seconds=round(time.perf_counter() - started, 6))
+
+
+def _clone(inputs: Sequence[Any]) -> list[Any]:
+    from fusecli.load.inputs import clone_exact
+
+    return [clone_exact(v) for v in inputs]
+
+
+def compare_outputs(
+    fusion: Any,
+    inputs: Sequence[Any],
+    actual: Sequence[Any],
+    expected: Sequence[Any],
+    precise: Sequence[Any] | None,
+    options: RunOptions,
+) -> list[str]:
+    """One line per output that does not match (``fusecli run``'s tolerances and tie-break)."""
+    from fusecli.compare import compare_tensors, tolerance_for
+    from fusecli.pipeline import reduction_sizes
+
+    if len(actual) != len(expected):
+        return [f"{len(actual)} outputs, the reference has {len(expected)}"]
+    reductions = reduction_sizes(fusion, inputs)
+    failing = []
+    for index, (got, want) in enumerate(zip(actual, expected)):
+        tolerance = tolerance_for(
+            want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol
+        )
+        diff = compare_tensors(
+            got, want, tolerance=tolerance,
+            float64_reference=precise[index] if precise is not None else None,
+        )
+        if not diff.ok:
+            failing.append(f"output {index}: {diff.summary()}")
+    return failing
+
+
+def run_under_test(
+    fusion: Any, inputs: list[Any], options: RunOptions, segments: int | None, profile: str
+) -> list[Any]:
+    """Segment ``fusion`` and run it: the first ``segments`` segments on the executor under
+    test, the rest through the reference interpreter; all of them when ``segments`` is None."""
+    from fusecli.runtime.segmented import execute_segmented
+    from fusecli.segment.segmenter import segment_fusion
+
+    segmented = segment_fusion(fusion, inputs, profile=profile)
+    executor = options.executor
+    if segments is None or segments >= len(segmented.segments) or segmented.failure:
+        return execute_segmented(segmented, inputs, executor=executor, seed=options.seed).outputs
+    return _run_prefix(segmented, inputs, segments, executor, options.seed)
+
+
+def _run_prefix(
+    segmented: Any, inputs: list[Any], count: int, executor: str, seed: int
+) -> list[Any]:
+    from fusecli.ir.nodes import Fusion, TensorView, Vector
+    from fusecli.reference import run_reference
+    from fusecli.runtime import ExecutionContext, bind_inputs, execution_device, get_executor
+    from fusecli.runtime.outputs import collect_outputs
+
+    fusion = segmented.fusion
+    runner = get_executor("aten" if executor == "auto" else executor)
+    bindings = bind_inputs(fusion, inputs)
+    ctx = ExecutionContext.for_fusion(
+        fusion, device=execution_device(bindings), seed=seed, extents=bindings.extents
+    )
+    env: dict[int, object] = dict(bindings.values)
+    done: set[int] = set()
+    scalar_exprs = [e for e in fusion.exprs if not any(isinstance(o, TensorView) for o in e.outputs)]
+
+    def run_ready_scalars() -> None:
+        for expr in scalar_exprs:
+            if expr.uid not in done and all(_available(v, env) for v in expr.inputs):
+                runner.run_exprs([expr], env, ctx)
+                done.add(expr.uid)
+
+    for segment in segmented.segments[:count]:
+        run_ready_scalars()
+        runner.run_exprs(segment.exprs, env, ctx)
+        done.update(e.uid for e in segment.exprs)
+    run_ready_scalars()
+    rest = tuple(e for e in fusion.exprs if e.uid not in done)
+    produced = {o.uid for e in rest for o in e.outputs}
+    boundary: dict[int, Any] = {}
+    for expr in rest:
+        for value in expr.inputs:
+            for item in value.elements if isinstance(value, Vector) else (value,):
+                if item.uid in env and item.uid not in produced:
+                    boundary.setdefault(item.uid, item)
+    tail = Fusion(inputs=tuple(boundary.values()), outputs=(), exprs=rest)
+    values = [env[uid] for uid in boundary]
+    env.update(run_reference(tail, values, seed=seed, keep_intermediates=True).values)
+    return collect_outputs(fusion, env, bindings, ctx)
+
+
+def _available(value: Any, env: dict[int, object]) -> bool:
+    from fusecli.ir.nodes import Vector
+
+    items = value.elements if isinstance(value, Vector) else (value,)
+    return all(i.uid in env or getattr(i, "is_constant", False) for i in items)

@@ -1,0 +1,409 @@
+"""Rebuilding a FusionDefinition from IR exprs: how bisect makes a smaller fusion that runs alone.
+
+``rebuild`` replays some of a fusion's exprs through the public frontend API (``define_tensor``,
+``define_scalar``, ``fd.ops.*``, ``add_output``), one table entry per op. The result is a
+definition like any user's: validated as it is built, with records, so it prints as an nvFuser
+repro and converts to YAML. Values that the replayed exprs read but do not compute become inputs
+of the new fusion; ``declare_input`` says how each is declared, from its IR type and an example
+value.
+
+``extents`` substitutes static sizes (512 -> 64) in input declarations and in shape arguments
+(``expand``, ``reshape``, ``full``, random shapes): that is how shrinking makes inputs smaller
+without touching the ops. Slice bounds, pad widths and iota lengths are left alone; a fusion
+that no longer fits them fails to rebuild, and shrinking tries something else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from fusecli.frontend import FusionDefinition, compute_tensor_descriptor
+from fusecli.frontend.state import Scalar as ScalarState
+from fusecli.frontend.state import State
+from fusecli.ir.dtype import DataType
+from fusecli.ir.nodes import Expr, FusionOutput, Scalar, TensorView, Val, Vector
+from fusecli.ir.optype import OpKind, OpType
+
+
+class RebuildError(ValueError):
+    """The exprs cannot be replayed as given: an op without a frontend form, or a result that
+    differs from the IR (another dtype or rank), which would make the rebuilt fusion lie."""
+
+
+ShapeArg = list[int | ScalarState]
+
+
+class _Replay:
+    """The definition being built and the handle of every IR value replayed so far."""
+
+    def __init__(self, fd: FusionDefinition, extents: Mapping[int, int]) -> None:
+        self.fd = fd
+        self.ops = fd.ops
+        self.extents = extents
+        self.states: dict[int, State] = {}
+
+    def val(self, value: Val) -> State:
+        if isinstance(value, Scalar) and value.is_constant:
+            if value.uid not in self.states:
+                self.states[value.uid] = self.fd.define_scalar(value.value, dtype=value.dtype)
+            return self.states[value.uid]
+        if value.uid not in self.states:
+            raise RebuildError(f"{value!r} is read before it is defined or made an input")
+        return self.states[value.uid]
+
+    def optional(self, value: Val | None) -> State | None:
+        return None if value is None else self.val(value)
+
+    def ints(self, values: Sequence[Scalar], sizes: bool = False) -> ShapeArg:
+        """Scalars as a frontend list: constants as ints (sizes substituted), others as handles."""
+        items: ShapeArg = []
+        for scalar in values:
+            if scalar.is_constant:
+                number = int(scalar.value)
+                items.append(self.extents.get(number, number) if sizes else number)
+            else:
+                items.append(self.val(scalar))
+        return items
+
+    def shape(self, vector: Val) -> ShapeArg:
+        if not isinstance(vector, Vector):
+            raise RebuildError(f"expected a shape vector, got {vector!r}")
+        return self.ints(vector.elements, sizes=True)
+
+
+Rule = Callable[[_Replay, Expr], Any]
+
+
+def _elementwise(r: _Replay, e: Expr) -> Any:
+    return getattr(r.ops, e.op.value)(*(r.val(v) for v in e.inputs))
+
+
+def _cast(r: _Replay, e: Expr) -> Any:
+    return r.ops.cast(r.val(e.inputs[0]), dtype=e.attr("dtype"))
+
+
+def _copy(r: _Replay, e: Expr) -> Any:
+    return getattr(r.ops, e.op.value)(r.val(e.inputs[0]))
+
+
+def _stride_order(r: _Replay, e: Expr) -> Any:
+    return r.ops.stride_order(r.val(e.inputs[0]), list(e.attr("stride_order")))
+
+
+def _reduction(r: _Replay, e: Expr) -> Any:
+    # The IR reduction's operand already has the accumulation dtype, and keepdim is a
+    # separate broadcast expr: replay without either.
+    return getattr(r.ops, e.op.value)(
+        r.val(e.inputs[0]), dims=list(e.attr("dims")), keepdim=False, dtype=DataType.Null
+    )
+
+
+def _variance(r: _Replay, e: Expr) -> Any:
+    return getattr(r.ops, e.op.value)(
+        r.val(e.inputs[0]), dims=list(e.attr("dims")), correction=e.attr("correction"),
+        keepdim=False,
+    )
+
+
+def _welford(r: _Replay, e: Expr) -> Any:
+    return r.ops.welford(r.val(e.inputs[0]), dims=list(e.attr("dims")))
+
+
+def _cumsum(r: _Replay, e: Expr) -> Any:
+    return r.ops.cumsum(r.val(e.inputs[0]), dim=e.attr("dim"))
+
+
+def _argsort(r: _Replay, e: Expr) -> Any:
+    return r.ops.argsort(
+        r.val(e.inputs[0]), dim=e.attr("dim"), descending=e.attr("descending"),
+        stable=e.attr("stable"),
+    )
+
+
+def _topk(r: _Replay, e: Expr) -> Any:
+    return r.ops.topk(
+        r.val(e.inputs[0]), r.val(e.inputs[1]), dim=e.attr("dim"), largest=e.attr("largest"),
+        sorted=e.attr("sorted"),
+    )
+
+
+def _broadcast(r: _Replay, e: Expr) -> Any:
+    return r.ops.broadcast(r.val(e.inputs[0]), list(e.attr("is_broadcast_dim")))
+
+
+def _expand(r: _Replay, e: Expr) -> Any:
+    return r.ops.expand(r.val(e.inputs[0]), shape=r.shape(e.inputs[1]))
+
+
+def _reshape(r: _Replay, e: Expr) -> Any:
+    return r.ops.reshape(r.val(e.inputs[0]), new_shape=r.shape(e.inputs[1]))
+
+
+def _permute(r: _Replay, e: Expr) -> Any:
+    return r.ops.permute(r.val(e.inputs[0]), dims=list(e.attr("dims")))
+
+
+def _squeeze(r: _Replay, e: Expr) -> Any:
+    return r.ops.squeeze(
+        r.val(e.inputs[0]), dims=list(e.attr("dims")),
+        squeeze_expanded=e.attr("squeeze_expanded", False),
+    )
+
+
+def _slice(r: _Replay, e: Expr) -> Any:
+    arg = e.inputs[0]
+    rank = arg.ndim
+    starts, ends = e.inputs[1 : 1 + rank], e.inputs[1 + rank : 1 + 2 * rank]
+    return r.ops.slice(
+        r.val(arg), start_indices=r.ints(starts), end_indices=r.ints(ends),
+        manual_normalization=bool(e.attr("manual_normalization", False)),
+    )
+
+
+def _pad(r: _Replay, e: Expr) -> Any:
+    arg, value, *widths = e.inputs
+    return r.ops.pad(r.val(arg), r.ints(widths), r.val(value))
+
+
+def _cat(r: _Replay, e: Expr) -> Any:
+    return r.ops.cat(
+        [r.val(t) for t in e.inputs], dim=e.attr("dim"),
+        manual_padding=bool(e.attr("manual_padding", False)),
+    )
+
+
+def _indexed(r: _Replay, e: Expr) -> Any:
+    """index_select, select, gather, take_along_axis: (arg, index, dim=)."""
+    return getattr(r.ops, e.op.value)(r.val(e.inputs[0]), r.val(e.inputs[1]), dim=e.attr("dim"))
+
+
+def _scatter(r: _Replay, e: Expr) -> Any:
+    arg, index, src = (r.val(v) for v in e.inputs)
+    return r.ops.scatter(arg, index, src, dim=e.attr("dim"))
+
+
+def _embedding(r: _Replay, e: Expr) -> Any:
+    indices, weight, *given = e.inputs
+    options = {name: r.val(v) for name, v in zip(e.attr("options", ()), given)}
+    return r.ops.embedding_fwd(r.val(indices), r.val(weight), **options)
+
+
+def _full(r: _Replay, e: Expr) -> Any:
+    return r.ops.full(
+        shape=r.shape(e.inputs[0]), fill_value=r.val(e.inputs[1]), dtype=e.attr("dtype")
+    )
+
+
+def _iota(r: _Replay, e: Expr) -> Any:
+    length, start, step = (r.val(v) for v in e.inputs)
+    return r.ops.iota(length, start, step, dtype=e.attr("dtype"))
+
+
+def _random(r: _Replay, e: Expr) -> Any:
+    first, second, shape, *seeds = e.inputs
+    seed, offset = (r.val(v) for v in seeds) if seeds else (None, None)
+    return getattr(r.ops, e.op.value)(
+        r.val(first), r.val(second), r.shape(shape), rng_seed=seed, rng_offset=offset,
+        dtype=e.attr("dtype"),
+    )
+
+
+def _random_like(r: _Replay, e: Expr) -> Any:
+    arg, *seeds = e.inputs
+    seed, offset = (r.val(v) for v in seeds) if seeds else (None, None)
+    return getattr(r.ops, e.op.value)(r.val(arg), rng_seed=seed, rng_offset=offset)
+
+
+def _matmul(r: _Replay, e: Expr) -> Any:
+    return r.ops.matmul(r.val(e.inputs[0]), r.val(e.inputs[1]))
+
+
+def _linear(r: _Replay, e: Expr) -> Any:
+    bias = e.inputs[2] if e.attr("has_bias", False) else None
+    return r.ops.linear(r.val(e.inputs[0]), r.val(e.inputs[1]), r.optional(bias))
+
+
+def _sdpfa(r: _Replay, e: Expr) -> Any:
+    query, key, value, *given = e.inputs
+    names = [n for n in ("dropout_p", "is_causal", "scale") if e.attr(f"has_{n}", False)]
+    scalars = {name: r.val(v) for name, v in zip(names, given)}
+    return r.ops.sdpfa_fwd(r.val(query), r.val(key), r.val(value), **scalars)
+
+
+def _triu(r: _Replay, e: Expr) -> Any:
+    diagonal = e.inputs[1] if len(e.inputs) > 1 else None
+    return r.ops.triu(r.val(e.inputs[0]), r.optional(diagonal))
+
+
+def _size(r: _Replay, e: Expr) -> Any:
+    return r.ops.size(r.val(e.inputs[0]), dim=e.attr("dim"))
+
+
+_BY_KIND: dict[OpKind, Rule] = {
+    OpKind.UNARY: _elementwise,
+    OpKind.BINARY: _elementwise,
+    OpKind.TERNARY: _elementwise,
+    OpKind.CAST: _cast,
+    OpKind.REDUCTION: _reduction,
+}
+
+RULES: dict[OpType, Rule] = {
+    **{op: _BY_KIND[op.kind] for op in OpType if op.kind in _BY_KIND},
+    OpType.set: _copy,
+    OpType.segment_set: _copy,
+    OpType.stride_order: _stride_order,
+    OpType.var: _variance,
+    OpType.var_mean: _variance,
+    OpType.welford: _welford,
+    OpType.cumsum: _cumsum,
+    OpType.argsort: _argsort,
+    OpType.topk: _topk,
+    OpType.broadcast: _broadcast,
+    OpType.expand: _expand,
+    OpType.reshape: _reshape,
+    OpType.permute: _permute,
+    OpType.squeeze: _squeeze,
+    OpType.slice: _slice,
+    OpType.pad: _pad,
+    OpType.cat: _cat,
+    OpType.index_select: _indexed,
+    OpType.select: _indexed,
+    OpType.gather: _indexed,
+    OpType.take_along_axis: _indexed,
+    OpType.scatter: _scatter,
+    OpType.embedding_fwd: _embedding,
+    OpType.full: _full,
+    OpType.iota: _iota,
+    OpType.uniform: _random,
+    OpType.normal: _random,
+    OpType.rand_like: _random_like,
+    OpType.randn_like: _random_like,
+    OpType.matmul: _matmul,
+    OpType.linear: _linear,
+    OpType.sdpfa_fwd: _sdpfa,
+    OpType.triu: _triu,
+    OpType.size: _size,
+}
+# Not replayable: mma exists only inside the nvfuser-2024 segmenter's lowering of matmul, and
+# shape/at build no expr in the frontend (they return existing scalars).
+NOT_REPLAYABLE = frozenset(OpType) - frozenset(RULES)
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+
+def example_layout(tensor_view: TensorView, value: torch.Tensor) -> torch.Tensor:
+    """``value`` laid out as an input declared from ``tensor_view``: dense, broadcast
+    dimensions read once (stride 0 where expanded), in the stride order it had."""
+    logical = tensor_view.logical
+    base = value
+    for axis, domain in enumerate(logical):
+        if domain.is_broadcast and base.shape[axis] > 1:
+            base = base.narrow(axis, 0, 1)
+    strides = base.stride()
+    allocation = sorted(range(base.dim()), key=lambda axis: -strides[axis])
+    dense = base.permute(allocation).contiguous()
+    restore = sorted(range(base.dim()), key=lambda position: allocation[position])
+    return dense.permute(restore).expand(value.shape)
+
+
+def declare_input(
+    fd: FusionDefinition,
+    value: Val,
+    example: object,
+    extents: Mapping[int, int],
+    declared: bool,
+) -> State:
+    """Define ``value`` as an input of ``fd``.
+
+    ``declared``: keep the declaration ``value`` had as an input of the original fusion (its
+    contiguity and stride order); otherwise contiguity and stride order are read off
+    ``example``. Static sizes come from the IR (through ``extents``), broadcast dimensions
+    stay broadcast, everything else is symbolic.
+    """
+    if isinstance(value, Scalar):
+        return fd.define_scalar(None, dtype=value.dtype)
+    if not isinstance(value, TensorView) or not isinstance(example, torch.Tensor):
+        raise RebuildError(f"cannot make {value!r} an input")
+    shape = []
+    for domain in value.logical:
+        extent = domain.extent
+        if domain.is_broadcast:
+            shape.append(1 if domain.expanded is None else -1)
+        elif isinstance(extent, int):
+            shape.append(extents.get(extent, extent))
+        else:
+            shape.append(-1)
+    if declared and value.contiguity:
+        contiguity, stride_order = list(value.contiguity), list(value.stride_order)
+    else:
+        _, contiguity, stride_order = compute_tensor_descriptor(
+            list(example.shape), list(example.stride())
+        )
+    return fd.define_tensor(
+        shape=shape, contiguity=contiguity, dtype=value.dtype, is_cpu=value.is_cpu,
+        stride_order=stride_order,
+    )
+
+
+# -- the whole replay ----------------------------------------------------------------------------
+
+
+def rebuild(
+    exprs: Sequence[Expr],
+    inputs: Sequence[Val],
+    outputs: Sequence[FusionOutput],
+    examples: Mapping[int, object],
+    *,
+    declared: frozenset[int] = frozenset(),
+    extents: Mapping[int, int] | None = None,
+) -> FusionDefinition:
+    """A new definition: ``inputs`` (in order), ``exprs`` replayed in order, ``outputs``.
+
+    ``examples`` gives an example value per input uid (how intermediates are declared);
+    ``declared`` names the inputs that keep their original declaration. Raises RebuildError,
+    or the frontend's DefinitionError / TypeError when the replayed definition is invalid.
+    """
+    extents = dict(extents or {})
+    fd = FusionDefinition()
+    with fd:
+        replay = _Replay(fd, extents)
+        for value in inputs:
+            replay.states[value.uid] = declare_input(
+                fd, value, examples.get(value.uid), extents, value.uid in declared and not extents
+            )
+        for expr in exprs:
+            _replay_expr(replay, expr)
+        for output in outputs:
+            alias = output.alias_input
+            if alias is not None and alias.uid in replay.states:
+                fd.add_output(replay.val(output.value), replay.val(alias))
+            elif output.stride_order:
+                fd.add_output(replay.val(output.value), stride_order=list(output.stride_order))
+            else:
+                fd.add_output(replay.val(output.value))
+    return fd
+
+
+def _replay_expr(replay: _Replay, expr: Expr) -> None:
+    rule = RULES.get(expr.op)
+    if rule is None:
+        raise RebuildError(f"fd.ops.{expr.op.value} has no frontend form to replay")
+    results = rule(replay, expr)
+    states = list(results) if isinstance(results, tuple | list) else [results]
+    if len(states) != len(expr.outputs):
+        raise RebuildError(
+            f"fd.ops.{expr.op.value} gave {len(states)} results for {len(expr.outputs)} outputs"
+        )
+    for out, state in zip(expr.outputs, states):
+        got = state.val
+        if got.dtype is not out.dtype or (
+            isinstance(out, TensorView) and (not isinstance(got, TensorView) or got.ndim != out.ndim)
+        ):
+            raise RebuildError(
+                f"fd.ops.{expr.op.value} replayed as {got!r}, the fusion has {out!r}"
+            )
+        replay.states[out.uid] = state

@@ -1,0 +1,213 @@
+"""A part of a fusion that runs alone: some of its exprs, fed with recorded values.
+
+A ``Selection`` names the tensor exprs kept, the values to output (``None``: the original
+outputs they compute plus every value they compute that nothing kept reads, as XLA's
+hlo_bisect does) and size substitutions. ``Slicer.build`` turns one into a runnable fusion:
+each value the kept exprs read but no kept expr computes becomes an input whose example value
+is what the reference computed for it in the original fusion (as the PyTorch minifier feeds
+placeholders their recorded values), so the graph stays valid whatever was removed.
+
+Scalar exprs (sizes, scalar arithmetic) are not units of their own: one is kept when everything
+it reads is available, else its value becomes a scalar input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+import torch
+
+from fusecli.bisect.rebuild import example_layout, rebuild
+from fusecli.ir.nodes import Expr, Fusion, FusionOutput, Scalar, TensorView, Val, Vector
+from fusecli.load.model import LoadedFusion
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    exprs: frozenset[int]  # uids of kept tensor exprs
+    outputs: tuple[int, ...] | None = None  # uids of output values; None: automatic
+    extents: tuple[tuple[int, int], ...] = ()  # (old size, new size)
+
+    def without(self, uids: Sequence[int]) -> Selection:
+        return replace(self, exprs=self.exprs - frozenset(uids))
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """What a selection builds to: the plan, the definition and its inputs, ready to run."""
+
+    selection: Selection
+    exprs: tuple[Expr, ...]  # replayed, scalar exprs included, in order
+    inputs: tuple[Val, ...]
+    outputs: tuple[FusionOutput, ...]
+    loaded: LoadedFusion
+
+    @property
+    def ops(self) -> list[str]:
+        return [e.op.value for e in self.exprs if _is_tensor_expr(e)]
+
+
+class BuildError(ValueError):
+    """A selection that makes no runnable fusion (no outputs, or the replay is invalid)."""
+
+
+def _is_tensor_expr(expr: Expr) -> bool:
+    return any(isinstance(o, TensorView) for o in expr.outputs)
+
+
+@dataclass
+class Slicer:
+    """Builds selections of one fusion; ``values`` are the reference's values of every value."""
+
+    loaded: LoadedFusion
+    values: dict[int, object]
+    _position: dict[int, int] = field(init=False)
+    _producer: dict[int, Expr] = field(init=False)
+    _inputs: dict[int, object] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._position = {e.uid: i for i, e in enumerate(self.fusion.exprs)}
+        self._producer = {o.uid: e for e in self.fusion.exprs for o in e.outputs}
+        self._inputs = {v.uid: x for v, x in zip(self.fusion.inputs, self.loaded.inputs)}
+
+    @property
+    def fusion(self) -> Fusion:
+        return self.loaded.fusion
+
+    @property
+    def units(self) -> list[Expr]:
+        """The exprs minimization removes: every tensor expr, in order."""
+        return [e for e in self.fusion.exprs if _is_tensor_expr(e)]
+
+    def everything(self) -> Selection:
+        return Selection(frozenset(e.uid for e in self.units))
+
+    # -- the plan -------------------------------------------------------------------------------
+
+    def plan(self, selection: Selection) -> tuple[list[Expr], list[Val], list[FusionOutput]]:
+        kept = [e for e in self.fusion.exprs if e.uid in selection.exprs]
+        kept += self._scalar_closure(kept)
+        kept.sort(key=lambda e: self._position[e.uid])
+        produced = {o.uid for e in kept for o in e.outputs}
+        outputs = self._outputs(selection, kept, produced)
+        needed: dict[int, Val] = {}
+        for expr in kept:
+            for value in _operands(expr):
+                if value.uid not in produced and not _constant(value):
+                    needed.setdefault(value.uid, value)
+        for output in outputs:
+            if output.value.uid not in produced:
+                needed.setdefault(output.value.uid, output.value)
+        original = [v for v in self.fusion.inputs if v.uid in needed]
+        original_uids = {v.uid for v in original}
+        substituted = sorted(
+            (v for uid, v in needed.items() if uid not in original_uids),
+            key=lambda v: self._position.get(getattr(self._producer.get(v.uid), "uid", -1), -1),
+        )
+        return kept, original + substituted, outputs
+
+    def _scalar_closure(self, kept: list[Expr]) -> list[Expr]:
+        """Scalar exprs the kept exprs read, where everything they read is at hand."""
+        available = {v.uid for v in self.fusion.inputs}
+        available |= {o.uid for e in kept for o in e.outputs}
+        chosen: dict[int, Expr] = {}
+        pending = [v for e in kept for v in _operands(e)]
+        while pending:
+            value = pending.pop()
+            producer = self._producer.get(value.uid)
+            if producer is None or _is_tensor_expr(producer) or producer.uid in chosen:
+                continue
+            reads = _operands(producer)
+            if all(_constant(v) or isinstance(v, Scalar) or v.uid in available for v in reads):
+                chosen[producer.uid] = producer
+                pending.extend(reads)
+        return list(chosen.values())
+
+    def _outputs(
+        self, selection: Selection, kept: list[Expr], produced: set[int]
+    ) -> list[FusionOutput]:
+        by_uid = {o.value.uid: o for o in self.fusion.outputs}
+        if selection.outputs is not None:
+            values = {v.uid: v for e in kept for v in e.outputs}
+            values.update({v.uid: v for v in self.fusion.inputs})
+            return [by_uid.get(uid) or FusionOutput(values[uid]) for uid in selection.outputs
+                    if uid in values]
+        outputs = [o for o in self.fusion.outputs if o.value.uid in produced]
+        listed = {o.value.uid for o in outputs}
+        read = {v.uid for e in kept for v in _operands(e)}
+        for expr in kept:
+            for value in expr.tensor_outputs():
+                if value.uid not in read and value.uid not in listed and _is_tensor_expr(expr):
+                    outputs.append(FusionOutput(value))
+                    listed.add(value.uid)
+        return outputs
+
+    def output_uids(self, selection: Selection) -> tuple[int, ...]:
+        """The outputs ``selection`` has, explicitly."""
+        _, _, outputs = self.plan(selection)
+        return tuple(o.value.uid for o in outputs)
+
+    # -- building ------------------------------------------------------------------------------
+
+    def build(self, selection: Selection, name: str | None = None) -> Piece:
+        from fusecli.errors import FusecliError
+
+        exprs, inputs, outputs = self.plan(selection)
+        if not outputs:
+            raise BuildError("the selection computes no output")
+        extents = dict(selection.extents)
+        examples = {v.uid: self.example(v, extents) for v in inputs}
+        declared = frozenset(v.uid for v in self.fusion.inputs)
+        try:
+            fd = rebuild(exprs, inputs, outputs, examples, declared=declared, extents=extents)
+        except (ValueError, TypeError, KeyError, FusecliError) as error:
+            raise BuildError(f"{type(error).__name__}: {error}") from error
+        loaded = LoadedFusion(
+            path=Path(self.loaded.path), name=name or self.loaded.name, fd=fd,
+            inputs=[examples[v.uid] for v in inputs], line=None, source_kind="python",
+            notices=self.loaded.notices,
+        )
+        return Piece(selection, tuple(exprs), tuple(inputs), tuple(outputs), loaded)
+
+    def example(self, value: Val, extents: dict[int, int]) -> object:
+        """The value ``value`` is fed with: the original input, or what the reference computed."""
+        original = value.uid in self._inputs
+        example = self._inputs[value.uid] if original else self.values[value.uid]
+        if not isinstance(example, torch.Tensor):
+            return example
+        if not isinstance(value, TensorView):
+            return example
+        example = example.detach()
+        if extents:
+            example = shrink_tensor(example, extents)
+            return example_layout(value, example)
+        if original:
+            return _clone_exact(example)
+        return example_layout(value, example)
+
+
+def shrink_tensor(tensor: torch.Tensor, extents: dict[int, int]) -> torch.Tensor:
+    """The leading part of ``tensor`` along every dimension whose size ``extents`` replaces."""
+    for axis, size in enumerate(tensor.shape):
+        new = extents.get(int(size))
+        if new is not None and new < size:
+            tensor = tensor.narrow(axis, 0, new)
+    return tensor
+
+
+def _clone_exact(tensor: torch.Tensor) -> torch.Tensor:
+    from fusecli.load.inputs import clone_exact
+
+    return clone_exact(tensor)
+
+
+def _operands(expr: Expr) -> list[Val]:
+    found: list[Val] = []
+    for value in expr.inputs:
+        found.extend(value.elements if isinstance(value, Vector) else (value,))
+    return found
+
+
+def _constant(value: Val) -> bool:
+    return isinstance(value, Scalar) and value.is_constant

@@ -1,0 +1,148 @@
+"""What generation knows about one segment: concrete shapes, input layouts, kernel parameters.
+
+Kernels are specialized: every size and stride is a constant in the source, as is whether each
+input is aligned for vector loads, so the source itself is the cache key. Sizes come from a
+``Sizes`` (the segmenter's ``RuntimeInfo``, or the runtime's view of the environment), strides
+and alignment from the actual input tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from fusecli.codegen import cdtypes
+from fusecli.codegen.kernel import ArgKind, KernelArg, UnsupportedError
+from fusecli.ir import dtype as dt
+from fusecli.ir.nodes import Expr, Extent, Scalar, TensorView
+from fusecli.ir.optype import OpType
+
+
+class Sizes(Protocol):
+    """Concrete extents: ``RuntimeInfo`` satisfies it."""
+
+    def extent(self, extent: Extent) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class InputLayout:
+    strides: tuple[int, ...]
+    alignment: int  # bytes: the largest power of two (at most 16) dividing the address
+    host_scalar: bool  # a 0-dim CPU tensor: read on the host and passed by value
+
+
+def layout_of(tensor: Any) -> InputLayout:
+    """The layout of an actual input (a torch tensor, or anything with shape and stride)."""
+    address = tensor.data_ptr() if hasattr(tensor, "data_ptr") else 0
+    alignment = 16
+    while alignment > 1 and address % alignment:
+        alignment //= 2
+    on_cpu = getattr(getattr(tensor, "device", None), "type", "cuda") == "cpu"
+    return InputLayout(tuple(int(s) for s in tensor.stride()), alignment,
+                       on_cpu and tensor.dim() == 0)
+
+
+class KernelContext:
+    """One segment being generated: its shapes, its inputs' layouts, the parameters found."""
+
+    def __init__(self, segment: Any, sizes: Sizes, inputs: Sequence[Any]) -> None:
+        self.segment = segment
+        self.candidate = segment.candidate
+        self.sizes = sizes
+        if len(inputs) != len(segment.inputs):
+            raise ValueError(f"segment {segment.id} has {len(segment.inputs)} tensor inputs, "
+                             f"got {len(inputs)} values")
+        self.layouts = {
+            value.uid: layout_of(actual) for value, actual in zip(segment.inputs, inputs)
+        }
+        self._shapes: dict[int, tuple[int, ...]] = {}
+        self._params: dict[int, KernelArg] = {}
+
+    def name(self, tensor: TensorView) -> str:
+        return self.candidate.graph.name(tensor)
+
+    def shape(self, tensor: TensorView) -> tuple[int, ...]:
+        if tensor.uid not in self._shapes:
+            sizes = [self.sizes.extent(d.logical_extent) for d in tensor.logical]
+            if any(size is None for size in sizes):
+                raise UnsupportedError(f"the size of {self.name(tensor)} is not known here")
+            self._shapes[tensor.uid] = tuple(int(s) for s in sizes)
+        return self._shapes[tensor.uid]
+
+    def numel(self, tensor: TensorView) -> int:
+        total = 1
+        for size in self.shape(tensor):
+            total *= size
+        return total
+
+    def constant_of(self, scalar: Scalar) -> object | None:
+        """The value of a constant, or of casts of one (the IR casts constants to compute
+        types with scalar exprs outside the segment); None for a value known only at run time."""
+        if scalar.is_constant:
+            return scalar.value
+        expr = self.candidate.definition(scalar)
+        if expr is None or expr.op is not OpType.cast or not isinstance(expr.inputs[0], Scalar):
+            return None
+        source = self.constant_of(expr.inputs[0])
+        if source is None or not all(
+            dt.info(d).torch_name for d in (expr.inputs[0].dtype, scalar.dtype)
+        ):
+            return None
+        import torch
+
+        value = torch.tensor(source, dtype=dt.to_torch(expr.inputs[0].dtype))
+        return value.to(dt.to_torch(scalar.dtype)).item()
+
+    # -- parameters -------------------------------------------------------------------------
+
+    def input_param(self, tensor: TensorView) -> KernelArg:
+        if tensor.uid not in self._params:
+            layout = self.layouts[tensor.uid]
+            if layout.host_scalar:
+                self._add(ArgKind.HOST_SCALAR, f"{self.name(tensor)}_value",
+                          cdtypes.register_type(tensor.dtype), tensor)
+            else:
+                self._add(ArgKind.INPUT, self.name(tensor),
+                          f"const {cdtypes.storage_type(tensor.dtype)}* __restrict__", tensor)
+        return self._params[tensor.uid]
+
+    def output_param(self, tensor: TensorView) -> KernelArg:
+        if tensor.uid not in self._params:
+            self._add(ArgKind.OUTPUT, self.name(tensor),
+                      f"{cdtypes.storage_type(tensor.dtype)}* __restrict__", tensor,
+                      shape=self.shape(tensor))
+        return self._params[tensor.uid]
+
+    def scalar_param(self, scalar: Scalar) -> KernelArg:
+        if scalar.uid not in self._params:
+            count = sum(1 for p in self._params.values() if p.kind is ArgKind.SCALAR)
+            self._add(ArgKind.SCALAR, f"s{count}", cdtypes.register_type(scalar.dtype), scalar)
+        return self._params[scalar.uid]
+
+    def host_value_param(self, expr: Expr) -> KernelArg:
+        """The values of a random expr, drawn on the host from fusecli's random stream."""
+        out = expr.output
+        if out.uid not in self._params:
+            self._add(ArgKind.HOST_VALUE, f"{self.name(out)}_random",
+                      f"const {cdtypes.storage_type(out.dtype)}* __restrict__", out,
+                      expr=expr, shape=self.shape(out))
+        return self._params[out.uid]
+
+    def _add(self, kind: ArgKind, name: str, ctype: str, value: Any, **extra: Any) -> None:
+        self._params[value.uid] = KernelArg(kind, name, ctype, value.dtype, value, **extra)
+
+    def params(self) -> tuple[KernelArg, ...]:
+        """Parameters in a fixed order: inputs, host values, scalars, then outputs."""
+        order = [ArgKind.INPUT, ArgKind.HOST_SCALAR, ArgKind.HOST_VALUE, ArgKind.SCALAR,
+                 ArgKind.OUTPUT]
+        position = {value.uid: i for i, value in enumerate(self.segment.inputs)}
+        position.update({value.uid: i for i, value in enumerate(self.segment.outputs)})
+        found = list(self._params.values())
+        return tuple(sorted(found, key=lambda p: (order.index(p.kind),
+                                                   position.get(p.value.uid, 0))))
+
+    def signature(self, name: str, launch_bounds: int) -> str:
+        params = ",\n    ".join(f"{p.ctype} {p.name}" for p in self.params())
+        return (f'extern "C" __global__ void __launch_bounds__({launch_bounds}) {name}(\n'
+                f"    {params})")

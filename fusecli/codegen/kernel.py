@@ -1,0 +1,80 @@
+"""What code generation hands the runtime: a kernel's source, launch and argument plan.
+
+A ``Kernel`` is plain data: the CUDA C source of one ``extern "C"`` function, the launch
+configuration chosen for the segment's actual sizes, the heuristics that chose it (as text a
+person reads in ``fusecli codegen`` output), and the argument plan: which runtime value each
+kernel parameter takes, in order. ``Unsupported`` is the other answer: the segment has no
+generator (or uses an op or dtype the renderer lacks), and why; the runtime falls back to ATen
+and shows that reason.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from fusecli.ir.dtype import DataType
+from fusecli.ir.nodes import Expr, Scalar, TensorView
+
+
+class ArgKind(enum.Enum):
+    INPUT = "input"  # a segment input tensor: its data pointer
+    OUTPUT = "output"  # a segment output: allocated by the runtime, its data pointer
+    SCALAR = "scalar"  # a scalar value of the fusion, passed by value
+    HOST_SCALAR = "host_scalar"  # a 0-dim CPU tensor input, read on the host, passed by value
+    HOST_VALUE = "host_value"  # a random op's values, drawn on the host (see docs in emitter)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelArg:
+    """One kernel parameter: its C name and type, and the runtime value that fills it.
+
+    ``value`` is the IR value (a TensorView or Scalar); ``expr`` the random expr whose values a
+    HOST_VALUE parameter carries; ``shape`` the concrete shape of outputs and host values.
+    """
+
+    kind: ArgKind
+    name: str
+    ctype: str
+    dtype: DataType
+    value: TensorView | Scalar
+    expr: Expr | None = None
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One generated kernel, specialized for the sizes, strides and alignment it was made for."""
+
+    name: str
+    source: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+    args: tuple[KernelArg, ...]
+    heuristics: str
+
+    def describe(self) -> str:
+        """Launch parameters and heuristics, one line each, as ``fusecli codegen`` shows them."""
+        return "\n".join(
+            [
+                f"kernel {self.name}: grid {self.grid}, block {self.block}, "
+                f"shared memory {self.shared_mem} bytes",
+                f"heuristics: {self.heuristics}",
+            ]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Unsupported:
+    """No kernel for this segment; ``reason`` says why (shown in reports and JSON)."""
+
+    reason: str
+
+
+class UnsupportedError(Exception):
+    """Raised inside generation; ``generate`` turns it into an ``Unsupported`` answer."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

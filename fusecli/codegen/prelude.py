@@ -1,0 +1,216 @@
+"""The C helpers generated kernels may use, each included only where the kernel uses it.
+
+Kernels include no CUDA header: half and bfloat16 are 16-bit structs converted by bit
+manipulation (round to nearest even, NaN and infinity kept), and the few helpers that are more
+than one C expression (NaN-propagating min/max, torch's remainder and shifts, block reductions)
+are written out here. ``prelude_for(body)`` picks the sections whose names the body mentions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    provides: tuple[str, ...]  # identifiers that make a kernel need this section
+    text: str
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section(
+        ("bfloat16", "bfloat16_to_float", "float_to_bfloat16", "round_to_bfloat16"),
+        r"""
+struct bfloat16 { unsigned short bits; };
+
+__device__ __forceinline__ float bfloat16_to_float(bfloat16 x) {
+  return __uint_as_float(((unsigned int)x.bits) << 16);
+}
+
+__device__ __forceinline__ bfloat16 float_to_bfloat16(float f) {
+  unsigned int x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return {(unsigned short)((x >> 16) | 0x0040u)};  // NaN
+  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest, ties to even
+  return {(unsigned short)(x >> 16)};
+}
+
+__device__ __forceinline__ float round_to_bfloat16(float f) {
+  return bfloat16_to_float(float_to_bfloat16(f));
+}
+""",
+    ),
+    Section(
+        ("float16", "float16_to_float", "float_to_float16", "round_to_float16"),
+        r"""
+struct float16 { unsigned short bits; };
+
+__device__ __forceinline__ float float16_to_float(float16 x) {
+  unsigned int sign = ((unsigned int)x.bits & 0x8000u) << 16;
+  unsigned int exponent = (x.bits >> 10) & 0x1fu, mantissa = x.bits & 0x3ffu;
+  if (exponent == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
+    float magnitude = (float)mantissa * 5.9604644775390625e-8f;
+    return sign ? -magnitude : magnitude;
+  }
+  return __uint_as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+__device__ __forceinline__ float16 float_to_float16(float f) {
+  unsigned int x = __float_as_uint(f);
+  unsigned short sign = (unsigned short)((x >> 16) & 0x8000u);
+  unsigned int magnitude = x & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return {(unsigned short)(sign | 0x7e00u)};  // NaN
+  if (magnitude >= 0x477ff000u) return {(unsigned short)(sign | 0x7c00u)};  // >= 65520: inf
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal half, in units of 2^-24
+    return {(unsigned short)(sign | __float2uint_rn(__uint_as_float(magnitude) * 16777216.0f))};
+  }
+  unsigned int rebiased = magnitude - 0x38000000u;  // exponent bias 127 -> 15
+  unsigned int bits = (rebiased + 0x0fffu + ((rebiased >> 13) & 1u)) >> 13;  // ties to even
+  return {(unsigned short)(sign | bits)};
+}
+
+__device__ __forceinline__ float round_to_float16(float f) {
+  return float16_to_float(float_to_float16(f));
+}
+""",
+    ),
+    Section(
+        ("Vec",),
+        r"""
+// N consecutive elements, aligned so that one load or store moves all of them.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec { T v[N]; };
+""",
+    ),
+    Section(
+        ("maximum_", "minimum_"),
+        r"""
+// torch.maximum / torch.minimum: a NaN operand makes the result NaN.
+template <typename T> __device__ __forceinline__ T maximum_(T a, T b) {
+  return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));
+}
+template <typename T> __device__ __forceinline__ T minimum_(T a, T b) {
+  return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
+}
+""",
+    ),
+    Section(
+        ("remainder_",),
+        r"""
+// torch.remainder: the result takes the sign of the divisor.
+__device__ __forceinline__ float remainder_(float a, float b) {
+  float r = fmodf(a, b);
+  return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
+__device__ __forceinline__ double remainder_(double a, double b) {
+  double r = fmod(a, b);
+  return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
+}
+template <typename T> __device__ __forceinline__ T remainder_(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+""",
+    ),
+    Section(
+        ("shift_left_", "shift_right_", "logical_shift_right_"),
+        r"""
+// torch's shifts: shifting by the width or more gives 0 (left) or the sign (right).
+template <typename T> __device__ __forceinline__ T shift_left_(T a, T s) {
+  return (s < 0 || s >= (T)(sizeof(T) * 8)) ? (T)0 : (T)((unsigned long long)a << s);
+}
+template <typename T> __device__ __forceinline__ T shift_right_(T a, T s) {
+  const T width = (T)(sizeof(T) * 8);
+  return (s < 0 || s >= width) ? (a < 0 ? (T)-1 : (T)0) : (T)(a >> s);
+}
+// The bit pattern shifted right, filled with zeros whatever the sign.
+__device__ __forceinline__ int logical_shift_right_(int a, int s) {
+  return s <= 0 ? a : (s >= 32 ? 0 : (int)((unsigned int)a >> s));
+}
+__device__ __forceinline__ long long logical_shift_right_(long long a, long long s) {
+  return s <= 0 ? a : (s >= 64 ? 0LL : (long long)((unsigned long long)a >> s));
+}
+""",
+    ),
+    Section(
+        ("gcd_",),
+        r"""
+template <typename T> __device__ T gcd_(T a, T b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b != 0) { T r = a % b; a = b; b = r; }
+  return a;
+}
+""",
+    ),
+    Section(
+        ("int_pow_",),
+        r"""
+// Integer power as torch computes it: negative exponents give 0 unless the base is 1 or -1.
+template <typename T> __device__ T int_pow_(T base, T exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exponent & 1) ? -1 : 1;
+    return 0;
+  }
+  T result = 1;
+  while (exponent) {
+    if (exponent & 1) result *= base;
+    base *= base;
+    exponent >>= 1;
+  }
+  return result;
+}
+""",
+    ),
+    Section(
+        ("lerp_",),
+        r"""
+// torch.lerp: exact at both ends.
+template <typename T> __device__ __forceinline__ T lerp_(T start, T end, T weight) {
+  return weight < (T)0.5 ? start + weight * (end - start)
+                         : end - (end - start) * ((T)1 - weight);
+}
+""",
+    ),
+    Section(
+        ("block_reduce",),
+        r"""
+// Combines `value` over the THREADS consecutive threads of a row: a butterfly of warp shuffles
+// within each warp, then (rows wider than a warp) one value per warp through shared memory.
+// Every thread of the row gets the result. `scratch` holds one T per warp of the block.
+template <int THREADS, typename T, typename Combine>
+__device__ __forceinline__ T block_reduce(T value, Combine combine, T* scratch) {
+  constexpr int WIDTH = THREADS < 32 ? THREADS : 32;
+  #pragma unroll
+  for (int offset = WIDTH / 2; offset > 0; offset /= 2) {
+    value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset, WIDTH));
+  }
+  if constexpr (THREADS > 32) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) scratch[warp] = value;
+    __syncthreads();
+    value = scratch[lane < THREADS / 32 ? lane : 0];
+    #pragma unroll
+    for (int offset = THREADS / 64; offset > 0; offset /= 2) {
+      value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    }
+    value = __shfl_sync(0xffffffffu, value, 0);  // lanes past the warp count held filler
+    __syncthreads();  // scratch may be written again by the next reduction
+  }
+  return value;
+}
+""",
+    ),
+)
+
+
+def prelude_for(body: str) -> str:
+    """The sections ``body`` uses, in a fixed order (no section uses another)."""
+    used = set(re.findall(r"[A-Za-z_]\w*", body))
+    return "".join(
+        section.text.lstrip("\n") + "\n"
+        for section in SECTIONS
+        if used & set(section.provides)
+    )
