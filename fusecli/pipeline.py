@@ -95,6 +95,11 @@ def run_paths(
             raise
         report.fusions.append(_error_outcome(str(paths[0]), "", error))
         return report
+    if not files:
+        error = InputError("no .py, .yaml or .yml fusion files found", where=str(paths[0]))
+        if options.debug:
+            raise error
+        report.fusions.append(_error_outcome(str(paths[0]), "", error))
     for path in files:
         if progress:
             progress(str(path))

@@ -58,5 +58,5 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     if as_json:
         click.echo(run_report_json(report))
     else:
-        render_run(report, Console(), verbose=verbose)
+        render_run(report, Console(), errors, verbose=verbose)
     return report.exit_code

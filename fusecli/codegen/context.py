@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from fusecli.codegen import cdtypes
 from fusecli.codegen.kernel import ArgKind, KernelArg, UnsupportedError
 from fusecli.ir import dtype as dt
+from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Extent, Scalar, TensorView
 from fusecli.ir.optype import OpType
 
@@ -41,6 +42,14 @@ def layout_of(tensor: Any) -> InputLayout:
     on_cpu = getattr(getattr(tensor, "device", None), "type", "cuda") == "cpu"
     return InputLayout(tuple(int(s) for s in tensor.stride()), alignment,
                        on_cpu and tensor.dim() == 0)
+
+
+def _converted(value: object, source: DataType, target: DataType) -> object | None:
+    import torch
+
+    if not all(dt.info(d).torch_name for d in (source, target)):
+        return None
+    return torch.tensor(value, dtype=dt.to_torch(source)).to(dt.to_torch(target)).item()
 
 
 class KernelContext:
@@ -76,23 +85,20 @@ class KernelContext:
             total *= size
         return total
 
-    def constant_of(self, scalar: Scalar) -> object | None:
+    def constant_of(self, scalar: Scalar, dtype: DataType | None = None) -> object | None:
         """The value of a constant, or of casts of one (the IR casts constants to compute
-        types with scalar exprs outside the segment); None for a value known only at run time."""
+        types with scalar exprs outside the segment), converted to ``dtype`` as torch
+        converts; None for a value known only at run time."""
         if scalar.is_constant:
-            return scalar.value
-        expr = self.candidate.definition(scalar)
-        if expr is None or expr.op is not OpType.cast or not isinstance(expr.inputs[0], Scalar):
-            return None
-        source = self.constant_of(expr.inputs[0])
-        if source is None or not all(
-            dt.info(d).torch_name for d in (expr.inputs[0].dtype, scalar.dtype)
-        ):
-            return None
-        import torch
-
-        value = torch.tensor(source, dtype=dt.to_torch(expr.inputs[0].dtype))
-        return value.to(dt.to_torch(scalar.dtype)).item()
+            value = scalar.value
+        else:
+            expr = self.candidate.definition(scalar)
+            if expr is None or expr.op is not OpType.cast:
+                return None
+            value = self.constant_of(expr.inputs[0], scalar.dtype)
+        if value is None or dtype is None or dtype is scalar.dtype:
+            return value
+        return _converted(value, scalar.dtype, dtype)
 
     # -- parameters -------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from fusecli.codegen.indexing import (
     scale,
 )
 from fusecli.codegen.kernel import ArgKind, UnsupportedError
+from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Scalar, TensorView
 from fusecli.ir.optype import OpKind, OpType
 
@@ -46,6 +47,7 @@ class Emitter:
         self.depth = 1
         self.lane = 0  # the vector lane being emitted, substituted for LANE
         self.reduced: dict[int, tuple[str, tuple[str, ...]]] = {}  # uid -> (C name, row index)
+        self.vector_accesses: set[str] = set()  # pointers read or written a vector at a time
         self._scopes: list[dict[object, str]] = [{}]
         self._names: set[str] = set()
 
@@ -118,11 +120,13 @@ class Emitter:
             result = handler(self, expr, tensor, index)
         return self.remember(key, result)
 
-    def scalar(self, scalar: Scalar) -> str:
-        folded = self.ctx.constant_of(scalar)
+    def scalar(self, scalar: Scalar, dtype: DataType | None = None) -> str:
+        """C expression of ``scalar``, converted to ``dtype`` (default: its own)."""
+        dtype = dtype or scalar.dtype
+        folded = self.ctx.constant_of(scalar, dtype)
         if folded is not None:
-            return cdtypes.literal(folded, scalar.dtype)
-        return self.ctx.scalar_param(scalar).name
+            return cdtypes.literal(folded, dtype)
+        return render.cast(self.ctx.scalar_param(scalar).name, scalar.dtype, dtype)
 
     def operand(self, value: object, out_index: tuple[Index, ...]) -> str:
         """An elementwise operand: a tensor read right-aligned at ``out_index``, or a scalar."""
@@ -173,6 +177,7 @@ class Emitter:
         key = ("vector", pointer, start.text(None))
         vector = self.recall(key)
         if vector is None:
+            self.vector_accesses.add(pointer)
             vtype = f"Vec<{cdtypes.storage_type(dtype)}, {self.vector_width}>"
             vector = self.bind(vtype, f"{base}_vec",
                                f"*reinterpret_cast<const {vtype}*>(&{pointer}[{start.text()}])")

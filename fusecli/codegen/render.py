@@ -193,6 +193,10 @@ C_OPS: dict[OpType, Render] = {
         "mod", float=lambda a, b: f"fmodf({a}, {b})", double=lambda a, b: f"fmod({a}, {b})",
         int=lambda a, b: f"({a} % {b})",
     ),
+    OpType.fmod: _per_class(
+        "fmod", float=lambda a, b: f"fmodf({a}, {b})", double=lambda a, b: f"fmod({a}, {b})",
+        int=lambda a, b: f"({a} % {b})",
+    ),
     OpType.remainder: _per_class(
         "remainder", float=lambda a, b: f"remainder_({a}, {b})",
         double=lambda a, b: f"remainder_({a}, {b})", int=lambda a, b: f"remainder_({a}, {b})",

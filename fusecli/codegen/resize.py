@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusecli.codegen import cdtypes, render
+from fusecli.codegen import cdtypes
 from fusecli.codegen.indexing import Index, add, const
 from fusecli.codegen.kernel import UnsupportedError
 from fusecli.ir.nodes import Expr, Scalar, TensorView
@@ -50,7 +50,7 @@ def _pad(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]
             tests.append(f"{emitter.text(position)} < {size}")
     if not tests:
         return emitter.value(source, source_index)
-    fill = render.cast(emitter.scalar(pad_value), pad_value.dtype, out.dtype)
+    fill = emitter.scalar(pad_value, out.dtype)
     name = emitter.fresh(emitter.ctx.name(out).lower())
     emitter.line(f"{cdtypes.register_type(out.dtype)} {name} = {fill};  // pad")
     with emitter.block(f"if ({' && '.join(tests)})"):

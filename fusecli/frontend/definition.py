@@ -279,9 +279,9 @@ class FusionDefinition:
     __str__ = __repr__
 
     def repro_script_for(self, inputs: Sequence[Any] | None = None) -> str:
-        from fusecli.frontend.repro import repro_script
+        from fusecli.frontend.repro import repro_script, version_header
 
-        return repro_script(self, inputs)
+        return repro_script(self, inputs, header=version_header())
 
     def fusion_ir(self) -> str:
         from fusecli.ir.printer import print_fusion

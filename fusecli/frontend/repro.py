@@ -43,6 +43,26 @@ def repro_script(
     return "\n".join(parts) + "\n"
 
 
+def version_header() -> list[str]:
+    """The comment lines nvFuser's repro_script_for starts with (since nvFuser PR #2578)."""
+    import torch
+
+    from fusecli.frontend import version
+
+    lines = ["CUDA devices:"]
+    if torch.cuda.is_available():
+        for index in range(torch.cuda.device_count()):
+            lines.append(f" {index}: {torch.cuda.get_device_name(index)}")
+    else:
+        lines.append(" none (fusecli maps CUDA tensors to the CPU)")
+    lines += [
+        f"torch version: {torch.__version__}",
+        f"cuda version: {torch.version.cuda}",
+        f"nvfuser version: {version()}",
+    ]
+    return lines
+
+
 def input_expression(value: Any) -> str:
     """Python source that makes an input like ``value``, as nvFuser's repro printer writes it."""
     import torch

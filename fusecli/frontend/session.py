@@ -54,7 +54,12 @@ def capturing(session: Session) -> Iterator[Session]:
 
 
 def cpu_tensors_allowed() -> bool:
-    return _current.map_cuda_to_cpu
+    """CPU tensors stand in for CUDA ones when scripts are mapped, or when there is no GPU."""
+    if _current.map_cuda_to_cpu:
+        return True
+    import torch
+
+    return not torch.cuda.is_available()
 
 
 def definition_finished(fd: FusionDefinition) -> None:

@@ -82,8 +82,15 @@ def fusion_panel(outcome: FusionOutcome, verbose: bool = False) -> Panel:
                  subtitle=subtitle, subtitle_align="right")
 
 
-def render_run(report: RunReport, console: Console, verbose: bool = False) -> None:
+def render_run(
+    report: RunReport, console: Console, errors: Console, verbose: bool = False
+) -> None:
+    """Panels for fusions that ran; one ``fusecli: error:`` line on stderr for the others."""
     for outcome in report.fusions:
+        if outcome.status == "error" and not outcome.outputs:
+            errors.print(f"fusecli: error: {outcome.error}", markup=False, highlight=False,
+                         soft_wrap=True)
+            continue
         console.print(fusion_panel(outcome, verbose))
     counts = {status: 0 for status in _STATUS_STYLE}
     for outcome in report.fusions:

@@ -1,0 +1,94 @@
+"""Writing what bisect found as repros: a runnable nvFuser-style Python script and YAML.
+
+Both carry a header naming the versions, the failure kind and how to run them. Input values are
+written exactly (up to ``EXACT_LIMIT`` elements per tensor; bisect's repros are small by then),
+because a part of a fusion is fed with recorded intermediate values that no distribution draws.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fusecli.bisect.check import Verdict
+from fusecli.bisect.oracle import Target
+from fusecli.pipeline import RunOptions
+
+EXACT_LIMIT = 1 << 20
+
+
+def exact_specs(loaded: Any) -> tuple[Any, ...]:
+    """Input specs that store every value (within ``EXACT_LIMIT``), for lossless repros."""
+    import torch
+
+    from fusecli.ir.nodes import TensorView
+    from fusecli.load.inputs import (
+        TensorSpec,
+        spec_for_value,
+        storage_span,
+        storage_values,
+        values_storable,
+    )
+
+    specs = []
+    for index, (value, declared) in enumerate(zip(loaded.inputs, loaded.fusion.inputs)):
+        on_cpu = isinstance(declared, TensorView) and declared.is_cpu
+        if isinstance(value, torch.Tensor):
+            dtype = str(value.dtype).removeprefix("torch.")
+            shape, strides = tuple(value.shape), tuple(value.stride())
+            if storage_span(shape, strides) <= EXACT_LIMIT and values_storable(dtype):
+                specs.append(TensorSpec(dtype, shape, strides, values=storage_values(value),
+                                        on_cpu=on_cpu))
+                continue
+        specs.append(spec_for_value(value, index, on_cpu, loaded.where))
+    return tuple(specs)
+
+
+def repro_header(
+    source: str,
+    what: str,
+    target: Target | None,
+    verdict: Verdict | None,
+    options: RunOptions,
+) -> list[str]:
+    """Comment lines: what this is, the failure, the versions, the fault injected, how to run."""
+    import torch
+
+    from fusecli import __version__
+
+    lines = [f"fusecli bisect: {what}, from {source}"]
+    if target is not None:
+        lines.append(f"failure: {target.describe()}")
+    if verdict is not None and verdict.failed:
+        lines.append(f"observed: {verdict.summary()[:300]}")
+    lines.append(
+        f"versions: fusecli {__version__}, torch {torch.__version__}, "
+        f"python {platform.python_version()}; executor {options.executor}, "
+        f"device {options.device}, seed {options.seed}"
+    )
+    faults = os.environ.get("FUSECLI_INJECT_FAULT", "").strip()
+    if faults:
+        lines.append(
+            f"fault injection: FUSECLI_INJECT_FAULT={faults} was set; without it this passes"
+        )
+    return lines
+
+
+def write_repro(
+    loaded: Any, directory: Path, stem: str, header: Sequence[str]
+) -> tuple[Path, Path]:
+    """``directory/stem.py`` and ``directory/stem.yaml``, each with ``header`` on top."""
+    from fusecli.load.convert import to_python, to_yaml
+
+    directory.mkdir(parents=True, exist_ok=True)
+    exact = replace(loaded, input_specs=exact_specs(loaded))
+    py_path, yaml_path = directory / f"{stem}.py", directory / f"{stem}.yaml"
+    lines = [*header, f"run it: fusecli run {py_path.name}  (or {yaml_path.name})"]
+    comment = "".join(f"# {line}\n" for line in lines)
+    py_path.write_text(comment + to_python(exact), encoding="utf-8")
+    yaml_path.write_text(comment + to_yaml(exact), encoding="utf-8")
+    return py_path, yaml_path

@@ -1,0 +1,134 @@
+"""Segment bisection: which segment, run on the executor under test, makes the fusion fail?
+
+The fusion is segmented as ``fusecli run`` segments it. Question k runs segments 0..k-1 (in run
+order) on the executor under test and the rest on the reference interpreter. With k = 0 nothing
+runs under test, so it passes; with k = n everything does: that is the original question,
+known to fail. A binary search over k finds the first segment that diverges in about log2(n)
+questions (with ``jobs`` > 1, several points of the interval are asked at once). That segment is
+reported with the segmenter's verdicts for it, its IR and a repro of it alone, checked to fail
+alone in a fresh process.
+
+This is the "send some dispatches to the reference" search IREE users ask for, and the fuel
+bisection of PyTorch's CompilerBisector, at segment granularity.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fusecli.bisect.oracle import Oracle
+from fusecli.bisect.questions import Question, shell_line
+from fusecli.bisect.results import SchedulerVerdict, SegmentFinding, Step, Tracker
+from fusecli.bisect.selection import BuildError, Selection, Slicer
+
+
+def probes(low: int, high: int, width: int) -> list[int]:
+    """Up to ``width`` points strictly inside (low, high), evenly spread."""
+    if width <= 1:
+        return [(low + high) // 2]
+    points = {low + (high - low) * (i + 1) // (width + 1) for i in range(width)}
+    return sorted(p for p in points if low < p < high)
+
+
+def bisect_segments(
+    base: Question,
+    segmented: Any,
+    oracle: Oracle,
+    tracker: Tracker,
+) -> tuple[int, list[Step], tuple[int, int]]:
+    """The index of the first diverging segment, the steps, and (last good k, first bad k)."""
+    low, high = 0, len(segmented.segments)
+    steps: list[Step] = []
+    executor = oracle.options.executor
+    while high - low > 1:
+        tracker.update("segments", f"segments [{low}, {high}) of {len(segmented.segments)}")
+        points = probes(low, high, oracle.jobs if oracle.isolate else 1)
+        questions = [
+            replace(base, segments=k, label=f"segments 0..{k - 1} on {executor}") for k in points
+        ]
+        answers = oracle.ask_many(questions)
+        for k, question, answer in zip(points, questions, answers):
+            steps.append(Step("segments", question.label, answer.failing,
+                              answer.verdict.summary(), k))
+        failing = [k for k, answer in zip(points, answers) if answer.failing]
+        if failing:
+            high = failing[0]
+        passing = [k for k, answer in zip(points, answers) if not answer.failing and k < high]
+        low = max([low, *passing])
+    return high - 1, steps, (low, high)
+
+
+def segment_selection(segment: Any) -> Selection:
+    return Selection(
+        exprs=frozenset(e.uid for e in segment.exprs),
+        outputs=tuple(v.uid for v in segment.outputs),
+    )
+
+
+def decisions_for(segmented: Any, segment: Any) -> list[SchedulerVerdict]:
+    """The segmenter's verdicts for exactly this segment's exprs (the last time it asked)."""
+    wanted = frozenset(e.uid for e in segment.exprs)
+    entries = [
+        entry for entry in segmented.log or []
+        if frozenset(e.uid for e in entry.candidate.exprs) == wanted
+    ]
+    if not entries:
+        return [SchedulerVerdict(segment.scheduler, True, "")]
+    return [SchedulerVerdict(v.scheduler, v.accepted, v.reason) for v in entries[-1].verdicts]
+
+
+def find_segment(
+    loaded: Any,
+    base: Question,
+    slicer: Slicer | None,
+    oracle: Oracle,
+    tracker: Tracker,
+    out_dir: Path,
+    header: list[str],
+) -> tuple[SegmentFinding, dict[str, str], Selection | None]:
+    """Bisect the segments of ``loaded``; the finding, replay commands, and the culprit's
+    selection (for minimization to start from) when the culprit fails alone."""
+    from fusecli.bisect.repro import write_repro
+    from fusecli.ir.printer import print_fusion
+    from fusecli.segment.segmenter import segment_fusion
+
+    started, asked = time.perf_counter(), oracle.queries
+    segmented = segment_fusion(loaded.fusion, loaded.inputs, profile=base.profile, keep_log=True)
+    index, steps, (last_good, first_bad) = bisect_segments(base, segmented, oracle, tracker)
+    segment = segmented.segments[index]
+    executor = oracle.options.executor
+    finding = SegmentFinding(
+        index=index, count=len(segmented.segments), scheduler=segment.scheduler,
+        ops=[e.op.value for e in segment.exprs], decisions=decisions_for(segmented, segment),
+        ir="", kernel_source=None,
+        kernel_note=f"segment {index} runs on the {executor} executor, which generates no "
+        "kernel source (fusecli/codegen has no CUDA generator yet)",
+        steps=steps,
+    )
+    replays = {}
+    if base.path is not None:
+        for name, k in (("last good", last_good), ("first bad", first_bad)):
+            question = replace(base, segments=k)
+            replays[f"segments: {name} (k={k})"] = shell_line(oracle.command(question))
+    selection = None
+    if slicer is not None and segmented.fusion is loaded.fusion:
+        tracker.update("segments", f"checking segment {index} alone")
+        try:
+            piece = slicer.build(segment_selection(segment), name=f"{loaded.name}_segment{index}")
+        except BuildError as error:
+            finding.kernel_note += f"; no standalone repro: {error}"
+        else:
+            finding.ir = print_fusion(piece.loaded.fusion)
+            finding.repro, _ = write_repro(
+                piece.loaded, out_dir, f"segment_{index}", [*header, f"segment {index} alone"]
+            )
+            answer = oracle.ask(Question(path=finding.repro), fresh=True)
+            finding.fails_alone = answer.failing
+            if answer.failing:
+                selection = piece.selection
+    finding.queries = oracle.queries - asked
+    finding.seconds = time.perf_counter() - started
+    return finding, replays, selection

@@ -1,0 +1,38 @@
+"""CUDA C kernels generated per segment, for the CuPy executor.
+
+``generate(segment, sizes, inputs)`` returns a ``Kernel`` (source, launch, argument plan,
+heuristics) or ``Unsupported(reason)``; the runtime compiles the first and falls back to ATen
+on the second. ``compile_kernel`` (``fusecli.codegen.nvrtc``) compiles without a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fusecli.codegen.context import KernelContext, Sizes
+from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
+from fusecli.codegen.pointwise import build_pointwise
+from fusecli.codegen.reduction import build_reduction
+
+# Schedulers whose segments run on ATen by design (matmuls and attention through cuBLAS and
+# cuDNN, as nvFuser's expr_eval does), and those with a generator here.
+_ATEN_SCHEDULERS = ("expr_eval", "matmul", "no_op")
+
+
+def generate(segment: Any, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | Unsupported:
+    """A kernel for ``segment`` specialized to ``sizes`` and the ``inputs`` tensors (in
+    ``segment.inputs`` order), or why there is none."""
+    if segment.scheduler in _ATEN_SCHEDULERS:
+        return Unsupported(f"{segment.scheduler} segments run on ATen")
+    name = f"fusecli_{segment.scheduler}_s{segment.id}"
+    try:
+        ctx = KernelContext(segment, sizes, inputs)
+        if segment.candidate.reduction_exprs:
+            return build_reduction(ctx, name)
+        return build_pointwise(ctx, name)
+    except UnsupportedError as error:
+        return Unsupported(error.reason)
+
+
+__all__ = ["ArgKind", "Kernel", "KernelArg", "Sizes", "Unsupported", "generate"]

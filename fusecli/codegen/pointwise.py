@@ -1,0 +1,176 @@
+"""Pointwise kernels (also for the transpose and resize schedulers' segments).
+
+The loop is the largest output's shape. Each thread of a grid-stride loop takes a group of V
+consecutive elements along the innermost dimension (V lanes: 16 bytes of the widest type) and
+computes every output that the loop covers at those points; an input or output whose lanes are
+contiguous and aligned moves as one 16-byte access. Outputs the loop does not cover (another
+shape) get a loop of their own in the same kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusecli.codegen import cdtypes
+from fusecli.codegen.context import KernelContext
+from fusecli.codegen.emitter import Emitter
+from fusecli.codegen.indexing import (
+    LANE,
+    Index,
+    IndexSpace,
+    add,
+    const,
+    contiguous_strides,
+    scale,
+)
+from fusecli.codegen.kernel import Kernel
+from fusecli.codegen.source import assemble, index_type_for, store
+from fusecli.ir.nodes import TensorView
+
+BLOCK = 256
+MAX_BLOCKS = 1 << 20
+MAX_LANES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Nest:
+    """One grid-stride loop: its shape, and per output the loop dimension of each dim."""
+
+    shape: tuple[int, ...]
+    outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
+    lanes: int
+
+    @property
+    def groups(self) -> int:
+        total = 1
+        for size in self.shape:
+            total *= size
+        return total // self.lanes
+
+
+def build_pointwise(ctx: KernelContext, name: str) -> Kernel:
+    nests = _nests(ctx)
+    largest = max(nest.groups for nest in nests)
+    grid = max(1, min(-(-largest // BLOCK), MAX_BLOCKS))
+    index_type = index_type_for(ctx, largest + grid * BLOCK)
+    emitter = Emitter(ctx, IndexSpace())
+    for number, nest in enumerate(nests):
+        _emit_nest(emitter, nest, f"group{number}" if len(nests) > 1 else "group")
+    summary = _summary(ctx, nests, grid, index_type, emitter)
+    source = assemble(ctx, name, BLOCK, emitter.lines, index_type, summary)
+    return Kernel(name, source, (grid, 1, 1), (BLOCK, 1, 1), 0, ctx.params(), summary)
+
+
+def lane_count(ctx: KernelContext, inner_size: int) -> int:
+    """16 bytes of the widest type the segment reads or writes, dividing the inner extent."""
+    widest = max(cdtypes.itemsize(t.dtype) for t in (*ctx.segment.inputs, *ctx.segment.outputs))
+    lanes = max(1, min(MAX_LANES, 16 // widest))
+    while lanes > 1 and inner_size % lanes:
+        lanes //= 2
+    return lanes
+
+
+def loop_positions(ctx: KernelContext, tensor: TensorView, reference: TensorView,
+                   ) -> tuple[int | None, ...] | None:
+    """For each dim of ``tensor``, the dim of ``reference`` that is the same loop (None for a
+    size-1 dim); None if a dim has no such loop or the sizes differ."""
+    dims = ctx.candidate.dims
+    shape, reference_shape = ctx.shape(tensor), ctx.shape(reference)
+    if tensor is reference:
+        return tuple(p if size > 1 else None for p, size in enumerate(shape))
+    reference_classes = [dims.class_of(reference, p) for p in _domain_positions(reference)]
+    positions: list[int | None] = []
+    for position, size in zip(_domain_positions(tensor), shape):
+        if size == 1:
+            positions.append(None)
+            continue
+        matches = [p for p, c in enumerate(reference_classes)
+                   if c == dims.class_of(tensor, position) and reference_shape[p] == size
+                   and p not in positions]
+        if not matches:
+            return None
+        positions.append(matches[0])
+    return tuple(positions)
+
+
+def _domain_positions(tensor: TensorView) -> list[int]:
+    return [p for p, d in enumerate(tensor.domain) if not d.is_reduction]
+
+
+def _nests(ctx: KernelContext) -> list[Nest]:
+    outputs = sorted(ctx.segment.outputs, key=lambda t: -ctx.numel(t))
+    nests: list[Nest] = []
+    pending = list(outputs)
+    while pending:
+        reference = pending[0]
+        shape = ctx.shape(reference)
+        needed = {p for p, size in enumerate(shape) if size > 1}
+        covered, rest = [], []
+        for tensor in pending:
+            positions = loop_positions(ctx, tensor, reference)
+            if positions is not None and {p for p in positions if p is not None} == needed:
+                covered.append((tensor, positions))
+            else:
+                rest.append(tensor)
+        lanes = lane_count(ctx, shape[-1] if shape else 1)
+        nests.append(Nest(shape, tuple(covered), lanes))
+        pending = rest
+    return nests
+
+
+def _emit_nest(emitter: Emitter, nest: Nest, group: str) -> None:
+    emitter.vector_width = nest.lanes
+    header = (f"for (index_t {group} = blockIdx.x * (index_t)blockDim.x + threadIdx.x; "
+              f"{group} < {nest.groups}; {group} += (index_t)gridDim.x * blockDim.x)")
+    with emitter.block(header):
+        loop = _loop_index(emitter, nest, group)
+        values: dict[int, list[str]] = {tensor.uid: [] for tensor, _ in nest.outputs}
+        for lane in range(nest.lanes):
+            emitter.lane = lane
+            for tensor, positions in nest.outputs:
+                values[tensor.uid].append(emitter.value(tensor, _at(loop, positions)))
+        emitter.lane = 0
+        for tensor, positions in nest.outputs:
+            store(emitter, tensor, _at(loop, positions), values[tensor.uid])
+
+
+def _loop_index(emitter: Emitter, nest: Nest, group: str) -> tuple[Index, ...]:
+    """Named loop variables for the group; the innermost counts groups, scaled by the lanes
+    and plus LANE, so that contiguous accesses show as multiples of the lane count."""
+    space = emitter.space
+    first = space.var(group, 0, nest.groups - 1)
+    element = scale(first, nest.lanes)
+    loop: list[Index] = []
+    rank = len(nest.shape)
+    suffix = group.removeprefix("group")
+    for dim, (size, stride) in enumerate(zip(nest.shape, contiguous_strides(nest.shape))):
+        if size == 1:
+            loop.append(const(0))
+            continue
+        inner = dim == rank - 1
+        if inner:
+            position = space.remainder(first, size // nest.lanes)
+        else:
+            position = space.remainder(space.divide(element, stride), size)
+        name = emitter.bind("index_t", f"i{suffix}{dim}", position.text())
+        variable = space.var(name, 0, (size // nest.lanes if inner else size) - 1)
+        if inner and nest.lanes > 1:
+            variable = add(scale(variable, nest.lanes), space.var(LANE, 0, nest.lanes - 1))
+        loop.append(variable)
+    return tuple(loop)
+
+
+def _at(loop: tuple[Index, ...], positions: tuple[int | None, ...]) -> tuple[Index, ...]:
+    return tuple(const(0) if p is None else loop[p] for p in positions)
+
+
+def _summary(ctx: KernelContext, nests: list[Nest], grid: int, index_type: str,
+             emitter: Emitter) -> str:
+    loops = "; ".join(
+        f"loop {list(n.shape)} ({', '.join(ctx.name(t) for t, _ in n.outputs)}) in "
+        f"{n.groups} groups of {n.lanes}" for n in nests
+    )
+    vectors = ", ".join(sorted(emitter.vector_accesses)) or "none"
+    bits = 32 if index_type == "int" else 64
+    return (f"pointwise: {loops}; block {BLOCK}, grid {grid} (grid-stride); "
+            f"{bits}-bit indexing; 16-byte accesses: {vectors}")
