@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--index", type=int, default=0, help="which fusion of the file")
     parser.add_argument("--segments", type=int, default=None,
                         help="run only the first N segments on the executor under test")
-    parser.add_argument("--profile", default="nvfuser", help="segmenter rule profile")
+    parser.add_argument("--rules", default="nvfuser", help="the segmenter's rule profile")
     parser.add_argument("--executor", default="auto")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     options = RunOptions(
         executor=args.executor, device=args.device, seed=args.seed, rtol=args.rtol,
-        atol=args.atol, float64_tiebreak=not args.no_tiebreak,
+        atol=args.atol, float64_tiebreak=not args.no_tiebreak, rules=args.rules,
     )
     _say(PHASE, "load")
     try:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     _say(PHASE, "execute")
     from dataclasses import replace
 
-    verdict = evaluate(fusions[args.index], options, args.segments, args.profile)
+    verdict = evaluate(fusions[args.index], options, args.segments)
     _say(VERDICT, replace(verdict, fusions=len(fusions)).to_json())
     return {"pass": 0, "invalid": 2, "environment": 4}.get(verdict.status, 1)
 

@@ -94,16 +94,14 @@ def error_verdict(error: BaseException, phase: str) -> Verdict:
 # -- evaluation --------------------------------------------------------------------------------
 
 
-def evaluate(
-    loaded: Any, options: RunOptions, segments: int | None = None, profile: str = "nvfuser"
-) -> Verdict:
+def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> Verdict:
     """Run ``loaded`` (a LoadedFusion) as the oracle question with the given plan."""
     from fusecli.reference import ReferenceInputError, run_reference
 
     started = time.perf_counter()
     fusion, inputs = loaded.fusion, loaded.inputs
     try:
-        actual = run_under_test(fusion, _clone(inputs), options, segments, profile)
+        actual = run_under_test(fusion, _clone(inputs), options, segments)
     except Exception as error:  # a crash of the executor under test, whatever it raised
         return _timed(error_verdict(error, "execute"), started)
     try:
@@ -164,14 +162,14 @@ def compare_outputs(
 
 
 def run_under_test(
-    fusion: Any, inputs: list[Any], options: RunOptions, segments: int | None, profile: str
+    fusion: Any, inputs: list[Any], options: RunOptions, segments: int | None
 ) -> list[Any]:
     """Segment ``fusion`` and run it: the first ``segments`` segments on the executor under
     test, the rest through the reference interpreter; all of them when ``segments`` is None."""
     from fusecli.runtime.segmented import execute_segmented
     from fusecli.segment.segmenter import segment_fusion
 
-    segmented = segment_fusion(fusion, inputs, profile=profile)
+    segmented = segment_fusion(fusion, inputs, profile=options.rules)
     executor = options.executor
     if segments is None or segments >= len(segmented.segments) or segmented.failure:
         return execute_segmented(segmented, inputs, executor=executor, seed=options.seed).outputs
@@ -194,7 +192,9 @@ def _run_prefix(
     )
     env: dict[int, object] = dict(bindings.values)
     done: set[int] = set()
-    scalar_exprs = [e for e in fusion.exprs if not any(isinstance(o, TensorView) for o in e.outputs)]
+    scalar_exprs = [
+        e for e in fusion.exprs if not any(isinstance(o, TensorView) for o in e.outputs)
+    ]
 
     def run_ready_scalars() -> None:
         for expr in scalar_exprs:

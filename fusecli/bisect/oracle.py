@@ -169,7 +169,7 @@ class Oracle:
             except Exception as error:
                 verdict = error_verdict(error, "load")
                 return verdict if verdict.status != "crash" else replace(verdict, status="invalid")
-        return evaluate(loaded, self.options, question.segments, question.profile)
+        return evaluate(loaded, self.options, question.segments)
 
     # -- in a fresh interpreter ---------------------------------------------------------------
 

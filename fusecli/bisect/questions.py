@@ -26,7 +26,6 @@ class Question:
     index: int = 0  # which fusion of the file
     loaded: Any = None  # or a LoadedFusion built by bisect
     segments: int | None = None  # only the first N segments on the executor under test
-    profile: str = "nvfuser"
     label: str = ""  # what this question is, for progress and replay
 
     def __post_init__(self) -> None:
@@ -97,8 +96,8 @@ def child_command(source: Path, question: Question, options: RunOptions) -> list
         argv += ["--index", str(question.index)]
     if question.segments is not None:
         argv += ["--segments", str(question.segments)]
-    if question.profile != "nvfuser":
-        argv += ["--profile", question.profile]
+    if options.rules != "nvfuser":
+        argv += ["--rules", options.rules]
     if options.executor != "auto":
         argv += ["--executor", options.executor]
     if options.device != "auto":

@@ -305,7 +305,9 @@ def example_layout(tensor_view: TensorView, value: torch.Tensor) -> torch.Tensor
             base = base.narrow(axis, 0, 1)
     strides = base.stride()
     allocation = sorted(range(base.dim()), key=lambda axis: -strides[axis])
-    dense = base.permute(allocation).contiguous()
+    permuted = base.permute(allocation)
+    dense = torch.empty(permuted.shape, dtype=permuted.dtype, device=permuted.device)
+    dense.copy_(permuted)
     restore = sorted(range(base.dim()), key=lambda position: allocation[position])
     return dense.permute(restore).expand(value.shape)
 
@@ -400,9 +402,10 @@ def _replay_expr(replay: _Replay, expr: Expr) -> None:
         )
     for out, state in zip(expr.outputs, states):
         got = state.val
-        if got.dtype is not out.dtype or (
-            isinstance(out, TensorView) and (not isinstance(got, TensorView) or got.ndim != out.ndim)
-        ):
+        same_rank = not isinstance(out, TensorView) or (
+            isinstance(got, TensorView) and got.ndim == out.ndim
+        )
+        if got.dtype is not out.dtype or not same_rank:
             raise RebuildError(
                 f"fd.ops.{expr.op.value} replayed as {got!r}, the fusion has {out!r}"
             )

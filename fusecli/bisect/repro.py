@@ -48,6 +48,16 @@ def exact_specs(loaded: Any) -> tuple[Any, ...]:
     return tuple(specs)
 
 
+def executor_name(requested: str) -> str:
+    """The executor that runs for ``requested`` (``auto`` resolves to one)."""
+    from fusecli.runtime import get_executor
+
+    try:
+        return get_executor(requested).name
+    except Exception:
+        return requested
+
+
 def repro_header(
     source: str,
     what: str,
@@ -64,11 +74,11 @@ def repro_header(
     if target is not None:
         lines.append(f"failure: {target.describe()}")
     if verdict is not None and verdict.failed:
-        lines.append(f"observed: {verdict.summary()[:300]}")
+        lines.append(f"the original showed: {verdict.summary()[:300]}")
     lines.append(
         f"versions: fusecli {__version__}, torch {torch.__version__}, "
-        f"python {platform.python_version()}; executor {options.executor}, "
-        f"device {options.device}, seed {options.seed}"
+        f"python {platform.python_version()}; executor {executor_name(options.executor)}, "
+        f"rules {options.rules}, seed {options.seed}"
     )
     faults = os.environ.get("FUSECLI_INJECT_FAULT", "").strip()
     if faults:

@@ -21,6 +21,7 @@ from typing import Any
 
 from fusecli.bisect.oracle import Oracle
 from fusecli.bisect.questions import Question, shell_line
+from fusecli.bisect.repro import executor_name
 from fusecli.bisect.results import SchedulerVerdict, SegmentFinding, Step, Tracker
 from fusecli.bisect.selection import BuildError, Selection, Slicer
 
@@ -42,7 +43,7 @@ def bisect_segments(
     """The index of the first diverging segment, the steps, and (last good k, first bad k)."""
     low, high = 0, len(segmented.segments)
     steps: list[Step] = []
-    executor = oracle.options.executor
+    executor = executor_name(oracle.options.executor)
     while high - low > 1:
         tracker.update("segments", f"segments [{low}, {high}) of {len(segmented.segments)}")
         points = probes(low, high, oracle.jobs if oracle.isolate else 1)
@@ -96,10 +97,11 @@ def find_segment(
     from fusecli.segment.segmenter import segment_fusion
 
     started, asked = time.perf_counter(), oracle.queries
-    segmented = segment_fusion(loaded.fusion, loaded.inputs, profile=base.profile, keep_log=True)
+    rules = oracle.options.rules
+    segmented = segment_fusion(loaded.fusion, loaded.inputs, profile=rules, keep_log=True)
     index, steps, (last_good, first_bad) = bisect_segments(base, segmented, oracle, tracker)
     segment = segmented.segments[index]
-    executor = oracle.options.executor
+    executor = executor_name(oracle.options.executor)
     finding = SegmentFinding(
         index=index, count=len(segmented.segments), scheduler=segment.scheduler,
         ops=[e.op.value for e in segment.exprs], decisions=decisions_for(segmented, segment),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
 import torch
 
 from fusecli.bisect.rebuild import example_layout, rebuild
@@ -142,6 +143,17 @@ class Slicer:
                     outputs.append(FusionOutput(value))
                     listed.add(value.uid)
         return outputs
+
+    def live(self, selection: Selection) -> Selection:
+        """``selection`` without the exprs none of its outputs needs."""
+        exprs, _, outputs = self.plan(selection)
+        needed = {o.value.uid for o in outputs}
+        keep: set[int] = set()
+        for expr in reversed(exprs):
+            if any(o.uid in needed for o in expr.outputs):
+                keep.add(expr.uid)
+                needed.update(v.uid for v in _operands(expr))
+        return replace(selection, exprs=frozenset(u for u in selection.exprs if u in keep))
 
     def output_uids(self, selection: Selection) -> tuple[int, ...]:
         """The outputs ``selection`` has, explicitly."""

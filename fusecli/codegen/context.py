@@ -44,6 +44,12 @@ def layout_of(tensor: Any) -> InputLayout:
                        on_cpu and tensor.dim() == 0)
 
 
+def _number(name: str) -> int:
+    """12 for ``T12`` and ``T12_value``: parameters in the IR's order."""
+    digits = name[1:].split("_")[0]
+    return int(digits) if name.startswith("T") and digits.isdigit() else 0
+
+
 def _converted(value: object, source: DataType, target: DataType) -> object | None:
     import torch
 
@@ -142,11 +148,8 @@ class KernelContext:
         """Parameters in a fixed order: inputs, host values, scalars, then outputs."""
         order = [ArgKind.INPUT, ArgKind.HOST_SCALAR, ArgKind.HOST_VALUE, ArgKind.SCALAR,
                  ArgKind.OUTPUT]
-        position = {value.uid: i for i, value in enumerate(self.segment.inputs)}
-        position.update({value.uid: i for i, value in enumerate(self.segment.outputs)})
-        found = list(self._params.values())
-        return tuple(sorted(found, key=lambda p: (order.index(p.kind),
-                                                   position.get(p.value.uid, 0))))
+        found = list(self._params.values())  # in the order found: scalars keep it
+        return tuple(sorted(found, key=lambda p: (order.index(p.kind), _number(p.name))))
 
     def signature(self, name: str, launch_bounds: int) -> str:
         params = ",\n    ".join(f"{p.ctype} {p.name}" for p in self.params())

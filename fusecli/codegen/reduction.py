@@ -1,3 +1,328 @@
-def build_reduction(ctx, name):
-    from fusecli.codegen.kernel import UnsupportedError
-    raise UnsupportedError("todo")
+"""Inner reductions and normalizations (reduction, inner_persistent): one kernel per segment.
+
+The loop is the first reduction's input: its leading dimensions are rows, its trailing
+(reduced) dimensions the row's elements. A row belongs to T threads (several rows per block
+when T is below a warp); each thread takes V consecutive elements (16 bytes) per slot. The
+segment's reductions run in passes: a pass accumulates, in registers, every reduction whose
+input is ready, then combines across the row's threads (``block_reduce``); var_mean takes two
+passes (the mean, then the squared deviations from it, which is exact where Welford's update
+is not). Persistent kernels unroll the slots at function scope, so each element is loaded once
+and reused by every pass and by the outputs; rows too long for registers loop over their
+slots in each pass instead, reading the row again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusecli.codegen import cdtypes
+from fusecli.codegen.context import KernelContext
+from fusecli.codegen.emitter import Emitter
+from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contiguous_strides, scale
+from fusecli.codegen.kernel import Kernel, UnsupportedError
+from fusecli.codegen.pointwise import lane_count, loop_positions
+from fusecli.codegen.reduction_ops import Accumulator, accumulators, finish
+from fusecli.codegen.source import assemble, index_type_for, store
+from fusecli.ir.nodes import TensorView
+
+ROWS_BLOCK = 128  # threads per block when several rows share one
+MAX_BLOCKS = 1 << 20
+MAX_PERSISTENT_ELEMENTS = 64  # per thread; longer rows loop
+
+
+@dataclass(frozen=True, slots=True)
+class RowPlan:
+    rows: int  # M
+    row_size: int  # N
+    row_shape: tuple[int, ...]
+    reduced_shape: tuple[int, ...]
+    lanes: int  # V
+    threads: int  # T per row
+    rows_per_block: int  # R
+    slots: int  # S vectors per thread
+    persistent: bool
+
+    @property
+    def block(self) -> int:
+        return self.threads * self.rows_per_block
+
+    @property
+    def vectors(self) -> int:
+        return self.row_size // self.lanes
+
+
+def build_reduction(ctx: KernelContext, name: str) -> Kernel:
+    reference = ctx.candidate.reduction_exprs[0].inputs[0]
+    plan = _plan(ctx, reference)
+    outputs = _classify_outputs(ctx, reference, plan)
+    grid = max(1, min(-(-plan.rows // plan.rows_per_block), MAX_BLOCKS))
+    index_type = index_type_for(ctx, plan.rows + grid * plan.rows_per_block)
+    emitter = Emitter(ctx, IndexSpace(), plan.lanes)
+    kernel_body = _Body(emitter, ctx, plan, reference)
+    kernel_body.emit(outputs)
+    summary = _summary(ctx, plan, grid, index_type, emitter)
+    source = assemble(ctx, name, plan.block, emitter.lines, index_type, summary)
+    return Kernel(name, source, (grid, 1, 1), (plan.block, 1, 1), 0, ctx.params(), summary)
+
+
+def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
+    shape = ctx.shape(reference)
+    reductions = ctx.candidate.reduction_exprs
+    dims = sorted(reductions[0].attr("dims"))
+    rank = len(shape)
+    if dims != list(range(rank - len(dims), rank)):
+        raise UnsupportedError(
+            f"{reductions[0].op.value} over dims {dims} of {ctx.name(reference)} is not an inner "
+            "reduction: outer reductions have no CUDA generator yet"
+        )
+    first_reduced = rank - len(dims)
+    for expr in reductions:
+        positions = loop_positions(ctx, expr.inputs[0], reference)
+        reduced = set(expr.attr("dims"))
+        if positions is None or any(
+            p is not None and (p >= first_reduced) != (d in reduced)
+            for d, p in enumerate(positions)
+        ):
+            raise UnsupportedError(
+                f"the reductions of segment {ctx.segment.id} do not share one row structure"
+            )
+    row_shape, reduced_shape = shape[:first_reduced], shape[first_reduced:]
+    rows = _product(row_shape)
+    row_size = _product(reduced_shape)
+    lanes = lane_count(ctx, reduced_shape[-1] if reduced_shape else 1)
+    vectors = row_size // lanes
+    threads = min(1024, _next_power_of_two(-(-vectors // 2)))
+    rows_per_block = max(1, ROWS_BLOCK // threads) if threads < 32 else 1
+    slots = -(-vectors // threads)
+    persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
+    return RowPlan(rows, row_size, row_shape, reduced_shape, lanes, threads, rows_per_block,
+                   slots, persistent)
+
+
+def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
+                      ) -> list[tuple[TensorView, tuple[int | None, ...], bool]]:
+    """(output, loop position per dim, whether it has the whole loop or only the row)."""
+    shape = ctx.shape(reference)
+    row_dims = {p for p in range(len(plan.row_shape)) if shape[p] > 1}
+    all_dims = {p for p, size in enumerate(shape) if size > 1}
+    found = []
+    for tensor in ctx.segment.outputs:
+        positions = loop_positions(ctx, tensor, reference)
+        mapped = {p for p in positions or () if p is not None}
+        if positions is not None and mapped == all_dims:
+            found.append((tensor, positions, True))
+        elif positions is not None and mapped == row_dims:
+            found.append((tensor, positions, False))
+        else:
+            raise UnsupportedError(
+                f"output {ctx.name(tensor)} is neither a row nor a whole-loop value of "
+                f"{ctx.name(reference)}"
+            )
+    return found
+
+
+class _Body:
+    """The statements of one reduction kernel."""
+
+    def __init__(self, emitter: Emitter, ctx: KernelContext, plan: RowPlan,
+                 reference: TensorView) -> None:
+        self.emitter = emitter
+        self.ctx = ctx
+        self.plan = plan
+        self.reference = reference
+        self.row_index: tuple[Index, ...] = ()
+        self.guarded = plan.persistent and plan.vectors % plan.threads != 0
+
+    def emit(self, outputs: list[tuple[TensorView, tuple[int | None, ...], bool]]) -> None:
+        e, plan = self.emitter, self.plan
+        for ctype in sorted({a.ctype for a in accumulators(self.ctx)}):
+            if plan.threads > 32:
+                e.line(f"__shared__ {ctype} scratch_{_word(ctype)}[32];")
+        e.line(f"const int thread = threadIdx.x % {plan.threads};  // the thread's place in its row")
+        first = "blockIdx.x * (index_t)" + str(plan.rows_per_block)
+        header = (f"for (index_t row_base = {first}; row_base < {plan.rows}; "
+                  f"row_base += (index_t)gridDim.x * {plan.rows_per_block})")
+        with e.block(header):
+            self._rows()
+            slots = self._slots() if plan.persistent else []
+            for number, batch in enumerate(accumulators(self.ctx, by_pass=True)):
+                self._pass(batch, slots, number)
+            self._full_outputs([o for o in outputs if o[2]], slots)
+            self._row_outputs([o for o in outputs if not o[2]])
+
+    def _rows(self) -> None:
+        e, plan = self.emitter, self.plan
+        if plan.rows_per_block > 1:
+            e.line(f"const index_t row_unclamped = row_base + threadIdx.x / {plan.threads};")
+            e.line(f"const bool row_valid = row_unclamped < {plan.rows};")
+            e.line(f"const index_t row = row_valid ? row_unclamped : {plan.rows - 1};"
+                   "  // every thread takes part in the row's shuffles")
+        else:
+            e.line("const index_t row = row_base;")
+        row = e.space.var("row", 0, plan.rows - 1)
+        index = []
+        for dim, (size, stride) in enumerate(zip(plan.row_shape,
+                                                 contiguous_strides(plan.row_shape))):
+            if size == 1:
+                index.append(const(0))
+                continue
+            position = e.space.remainder(e.space.divide(row, stride), size)
+            name = e.bind("index_t", f"r{dim}", position.text())
+            index.append(e.space.var(name, 0, size - 1))
+        self.row_index = tuple(index)
+
+    def _slots(self) -> list[tuple[Index, str | None]]:
+        """Per unrolled slot: the vector's position in the row, and its validity flag."""
+        e, plan = self.emitter, self.plan
+        thread = e.space.var("thread", 0, plan.threads - 1)
+        slots = []
+        for slot in range(plan.slots):
+            position = add(thread, const(slot * plan.threads))
+            if self.guarded and (slot + 1) * plan.threads > plan.vectors:
+                text = position.text()
+                e.line(f"const bool slot{slot}_valid = {text} < {plan.vectors};")
+                name = e.bind("index_t", f"slot{slot}",
+                              f"slot{slot}_valid ? {text} : {plan.vectors - 1}")
+                slots.append((e.space.var(name, 0, plan.vectors - 1), f"slot{slot}_valid"))
+            else:
+                slots.append((position, None))
+        return slots
+
+    def loop_index(self, vector: Index) -> tuple[Index, ...]:
+        """The loop index of lane LANE of the vector at ``vector`` in this thread's row."""
+        space, plan = self.emitter.space, self.plan
+        element = add(scale(vector, plan.lanes), space.var(LANE, 0, plan.lanes - 1))
+        reduced = []
+        for size, stride in zip(plan.reduced_shape, contiguous_strides(plan.reduced_shape)):
+            reduced.append(space.remainder(space.divide(element, stride), size))
+        return (*self.row_index, *reduced)
+
+    def at(self, index: tuple[Index, ...], positions: tuple[int | None, ...]) -> tuple[Index, ...]:
+        return tuple(const(0) if p is None else index[p] for p in positions)
+
+    def _over_row(self, slots: list[tuple[Index, str | None]], body) -> None:
+        """``body(loop index, validity or None)`` for every lane of every vector of the row."""
+        e, plan = self.emitter, self.plan
+        if plan.persistent:
+            for position, valid in slots:
+                for lane in range(plan.lanes):
+                    e.lane = lane
+                    body(self.loop_index(position), valid)
+            e.lane = 0
+            return
+        header = (f"for (index_t vector = thread; vector < {plan.vectors}; "
+                  f"vector += {plan.threads})")
+        with e.block(header):
+            position = e.space.var("vector", 0, plan.vectors - 1)
+            for lane in range(plan.lanes):
+                e.lane = lane
+                body(self.loop_index(position), None)
+            e.lane = 0
+
+    def _pass(self, batch: list[Accumulator], slots, number: int) -> None:
+        e = self.emitter
+        e.line(f"// pass {number + 1}: {', '.join(a.describe(self.ctx) for a in batch)}")
+        for accumulator in batch:
+            e.line(f"{accumulator.ctype} {accumulator.name} = {accumulator.identity};")
+
+        def accumulate(index: tuple[Index, ...], valid: str | None) -> None:
+            for accumulator in batch:
+                source = accumulator.expr.inputs[0]
+                positions = loop_positions(self.ctx, source, self.reference)
+                value = e.value(source, self.at(index, positions))
+                update = accumulator.update(e, value)
+                e.line(f"if ({valid}) {update}" if valid else update)
+
+        self._over_row(slots, accumulate)
+        for accumulator in batch:
+            scratch = (f"scratch_{_word(accumulator.ctype)}" if self.plan.threads > 32
+                       else "nullptr")
+            e.line(f"{accumulator.name} = block_reduce<{self.plan.threads}>("
+                   f"{accumulator.name}, {accumulator.combine}, "
+                   f"({accumulator.ctype}*){scratch});")
+            finish(e, accumulator, self._row_texts(accumulator))
+
+    def _row_texts(self, accumulator: Accumulator) -> tuple[str, ...]:
+        """How the reduction's output is indexed in this row (its reduced dims dropped)."""
+        source = accumulator.expr.inputs[0]
+        positions = loop_positions(self.ctx, source, self.reference)
+        reduced = set(accumulator.expr.attr("dims"))
+        kept = [p for d, p in enumerate(positions) if d not in reduced]
+        return tuple(self.emitter.text(const(0) if p is None else self.row_index[p])
+                     for p in kept)
+
+    def _full_outputs(self, outputs, slots) -> None:
+        if not outputs:
+            return
+        e, plan = self.emitter, self.plan
+        row_valid = "row_valid" if plan.rows_per_block > 1 else None
+        if plan.persistent:
+            for position, valid in slots:
+                condition = " && ".join(c for c in (row_valid, valid) if c)
+                self._store_vector(outputs, position, condition)
+            return
+        header = (f"for (index_t vector = thread; vector < {plan.vectors}; "
+                  f"vector += {plan.threads})")
+        with e.block(header):
+            position = e.space.var("vector", 0, plan.vectors - 1)
+            self._store_vector(outputs, position, row_valid or "")
+
+    def _store_vector(self, outputs, position: Index, condition: str) -> None:
+        e, plan = self.emitter, self.plan
+        values: dict[int, list[str]] = {tensor.uid: [] for tensor, _, _ in outputs}
+        for lane in range(plan.lanes):
+            e.lane = lane
+            index = self.loop_index(position)
+            for tensor, positions, _ in outputs:
+                values[tensor.uid].append(e.value(tensor, self.at(index, positions)))
+        e.lane = 0
+        index = self.loop_index(position)
+        if condition:
+            with e.block(f"if ({condition})"):
+                for tensor, positions, _ in outputs:
+                    store(e, tensor, self.at(index, positions), values[tensor.uid])
+        else:
+            for tensor, positions, _ in outputs:
+                store(e, tensor, self.at(index, positions), values[tensor.uid])
+
+    def _row_outputs(self, outputs) -> None:
+        if not outputs:
+            return
+        e = self.emitter
+        valid = " && row_valid" if self.plan.rows_per_block > 1 else ""
+        with e.block(f"if (thread == 0{valid})"):
+            for tensor, positions, _ in outputs:
+                index = self.at(self.row_index, positions)
+                store(e, tensor, index, [e.value(tensor, index)])
+
+
+def _summary(ctx: KernelContext, plan: RowPlan, grid: int, index_type: str,
+             emitter: Emitter) -> str:
+    kind = "persistent" if plan.persistent else "looping"
+    vectors = ", ".join(sorted(emitter.vector_accesses)) or "none"
+    bits = 32 if index_type == "int" else 64
+    return (
+        f"inner reduction ({kind}): {plan.rows} rows of {plan.row_size} "
+        f"({list(plan.row_shape)} x {list(plan.reduced_shape)}); {plan.threads} threads per "
+        f"row, {plan.rows_per_block} rows per block, {plan.slots} slots of {plan.lanes} "
+        f"elements per thread; block {plan.block}, grid {grid} (grid-stride over rows); "
+        f"{bits}-bit indexing; 16-byte accesses: {vectors}"
+    )
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    total = 1
+    for size in shape:
+        total *= size
+    return total
+
+
+def _next_power_of_two(value: int) -> int:
+    power = 1
+    while power < value:
+        power *= 2
+    return power
+
+
+def _word(ctype: str) -> str:
+    return ctype.replace(" ", "_")

@@ -122,7 +122,9 @@ def log_tree(outcome: ExplainOutcome) -> Tree:
             if verdict.accepted:
                 node.add(Text(f"{verdict.scheduler}: accepted", style="bold green"))
             else:
-                node.add(Text.assemble((f"{verdict.scheduler}: ", "red"), verdict.reason))
+                stage = f"  ({verdict.stage})" if verdict.stage == "run time" else ""
+                node.add(Text.assemble((f"{verdict.scheduler}: ", "red"), verdict.reason,
+                                       (stage, "dim")))
     return tree
 
 
@@ -193,7 +195,7 @@ def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
             log.append({
                 "candidate": entry.index, "phase": entry.phase, "exprs": exprs,
                 "scheduler": verdict.scheduler, "accepted": verdict.accepted,
-                "reason": verdict.reason or None,
+                "reason": verdict.reason or None, "stage": verdict.stage or None,
             })
     failure = segmented.failure
     return {

@@ -9,9 +9,10 @@ complete fusion (the 2024 matmul check relied on that).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 from fusecli.ir.nodes import (
     Expr,
@@ -26,6 +27,8 @@ from fusecli.ir.nodes import (
 )
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.dims import DimGraph
+
+T = TypeVar("T")
 
 
 class FusionGraph:
@@ -114,6 +117,7 @@ class Candidate:
     graph: FusionGraph
     exprs: tuple[Expr, ...]
     _expr_uids: frozenset[int] = field(init=False)
+    _memo: dict[str, object] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._expr_uids = frozenset(e.uid for e in self.exprs)
@@ -174,6 +178,16 @@ class Candidate:
 
     def uses_inside(self, value: Val) -> list[Expr]:
         return [c for c in self.graph.consumers.get(value.uid, []) if self.contains(c)]
+
+    def memo(self, name: str, analysis: Callable[[Candidate], T]) -> T:
+        """``analysis(self)``, computed once per candidate (schedulers share analyses)."""
+        if name not in self._memo:
+            self._memo[name] = analysis(self)
+        return self._memo[name]
+
+    @cached_property
+    def ops(self) -> frozenset[OpType]:
+        return frozenset(e.op for e in self.exprs)
 
     @cached_property
     def kinds(self) -> frozenset[OpKind]:

@@ -25,14 +25,15 @@ class Verdict:
     scheduler: str
     accepted: bool
     reason: str = ""
+    stage: str = ""  # where a rejection came from: "common", "compile time" or "run time"
 
     @staticmethod
     def accept(scheduler: str) -> Verdict:
         return Verdict(scheduler, True)
 
     @staticmethod
-    def reject(scheduler: str, reason: str) -> Verdict:
-        return Verdict(scheduler, False, reason)
+    def reject(scheduler: str, reason: str, stage: str = "compile time") -> Verdict:
+        return Verdict(scheduler, False, reason, stage)
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,17 +127,26 @@ class Segmenter:
         self.groups: list[_Group] = []
         self.group_of: dict[int, _Group] = {}  # expr uid -> group
         self.forwarded: list[list[Expr]] = []
+        self._producer_cache: dict[int, dict[_Group, list[TensorView]]] = {}
+        self._consumer_cache: dict[int, dict[_Group, list[TensorView]]] = {}
+        self._answers: dict[frozenset[int], tuple[str | None, list[Verdict], str | None]] = {}
 
     # -- asking the schedulers ----------------------------------------------------------------
 
     def try_schedule(self, exprs: Sequence[Expr], phase: str) -> str | None:
+        """Ask the schedulers about ``exprs`` as one segment; answers are memoized per set."""
+        key = frozenset(e.uid for e in exprs)
+        known = self._answers.get(key)
+        if known is not None and self.log is None:
+            return known[0]
         candidate = Candidate.of(self.graph, exprs)
-        skipped = _segment_set_violation(candidate)
-        if skipped:
-            self._record(phase, candidate, (), skipped)
-            return None
-        scheduler, verdicts = propose(candidate, self.ctx)
-        self._record(phase, candidate, tuple(verdicts))
+        if known is not None:
+            scheduler, verdicts, skipped = known
+        else:
+            skipped = _segment_set_violation(candidate)
+            scheduler, verdicts = (None, []) if skipped else propose(candidate, self.ctx)
+            self._answers[key] = (scheduler, verdicts, skipped)
+        self._record(phase, candidate, tuple(verdicts), skipped)
         return scheduler
 
     def _record(self, phase, candidate, verdicts, skipped=None) -> None:
@@ -227,6 +236,9 @@ class Segmenter:
     # -- the group graph ------------------------------------------------------------------------
 
     def _producers(self, group: _Group) -> dict[_Group, list[TensorView]]:
+        cached = self._producer_cache.get(id(group))
+        if cached is not None:
+            return cached
         found: dict[_Group, list[TensorView]] = {}
         for expr in group.exprs:
             for value in expr.tensor_inputs():
@@ -236,9 +248,13 @@ class Segmenter:
                 owner = self.group_of.get(producer.uid)
                 if owner is not None and owner is not group:
                     found.setdefault(owner, []).append(value)
+        self._producer_cache[id(group)] = found
         return found
 
     def _consumers(self, group: _Group) -> dict[_Group, list[TensorView]]:
+        cached = self._consumer_cache.get(id(group))
+        if cached is not None:
+            return cached
         found: dict[_Group, list[TensorView]] = {}
         for expr in group.exprs:
             for value in expr.tensor_outputs():
@@ -246,6 +262,7 @@ class Segmenter:
                     owner = self.group_of.get(consumer.uid)
                     if owner is not None and owner is not group:
                         found.setdefault(owner, []).append(value)
+        self._consumer_cache[id(group)] = found
         return found
 
     def _neighbors(self, group: _Group) -> list[_Group]:
@@ -325,6 +342,8 @@ class Segmenter:
         first.alive = second.alive = False
         for expr in joined.exprs:
             self.group_of[expr.uid] = joined
+        self._producer_cache.clear()  # edges changed: recomputed on demand
+        self._consumer_cache.clear()
         self.groups.append(joined)  # dead groups are dropped by _compact
         return joined
 
@@ -365,6 +384,8 @@ class Segmenter:
 
     def _resolve_forwarded(self) -> None:
         """Join each forwarded chain to each consumer group that accepts it, else its own."""
+        self._producer_cache.clear()
+        self._consumer_cache.clear()
         for chain in self.forwarded:
             end = chain[-1].output
             consumers = []

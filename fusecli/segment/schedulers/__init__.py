@@ -1,8 +1,10 @@
 """The scheduler registry: one module per scheduler, tried in the rule profile's order.
 
-Each module has ``NAME`` and ``can_schedule(candidate, ctx) -> Verdict``. ``propose`` runs
-nvFuser's common checks before each scheduler except expr_eval, as Schedule::canSchedule does,
-and stops at the first acceptance.
+Each module has ``NAME``, ``compile_time(candidate, ctx)`` (the segment's structure) and
+``run_time(candidate, ctx)`` (sizes from the actual inputs), both returning a Verdict.
+``check`` is nvFuser's Schedule::canSchedule: the common checks (except for expr_eval), then
+compile time, then run time (which accepts what it cannot size); ``propose`` stops at the
+first acceptance.
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ def check(name: str, candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if name != "expr_eval":
         reason = common_checks(candidate, ctx, name)
         if reason:
-            return Verdict.reject(name, reason)
-    return REGISTRY[name].can_schedule(candidate, ctx)
+            return Verdict.reject(name, reason, "common")
+    scheduler = REGISTRY[name]
+    verdict = scheduler.compile_time(candidate, ctx)
+    if not verdict.accepted:
+        return verdict
+    return scheduler.run_time(candidate, ctx)
 
 
 def propose(candidate: Candidate, ctx: ScheduleContext) -> tuple[str | None, list[Verdict]]:

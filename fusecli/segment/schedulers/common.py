@@ -28,18 +28,18 @@ INDEX_OPS = frozenset({OpType.gather, OpType.scatter, OpType.index_select, OpTyp
 
 def common_checks(candidate: Candidate, ctx: ScheduleContext, scheduler: str) -> str | None:
     """The reason every non-expr_eval scheduler rejects ``candidate``, or None."""
-    ops = {e.op for e in candidate.exprs}
+    ops = candidate.ops
     if ops & ATEN_ONLY_OPS:
         return "Has unsupported ops"
     if OpType.gather in ops:
         return "Non-exact gather ops"
     if ctx.profile.common_matmul_check and scheduler != "matmul" and ops & MATMUL_OPS:
         return "Matmul ops are not supported."
-    if not connected(candidate):
+    if not candidate.memo("connected", connected):
         return "Connected fusion graph check failed!"
     if ops & RESIZE_OPS and ops & INDEX_OPS:
         return "has resize-based ops and index ops"
-    if scheduler != "resize" and incompatible_reshapes(candidate):
+    if scheduler != "resize" and candidate.memo("incompatible_reshapes", incompatible_reshapes):
         return "Fusion has incompatible reshapes."
     return None
 
@@ -132,6 +132,10 @@ def persistent_buffers(candidate: Candidate) -> list[TensorView]:
     depends on R (x in x * rsqrt(mean(x * x))). Reduction reachability is a bitmask per
     expr, computed in one backward and one forward pass: linear in the segment's size.
     """
+    return candidate.memo("persistent_buffers", _persistent_buffers)
+
+
+def _persistent_buffers(candidate: Candidate) -> list[TensorView]:
     exprs = candidate.exprs
     bit = {e.uid: 1 << i for i, e in enumerate(candidate.reduction_exprs)}
     if not bit:

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.rules import ScheduleContext, Verdict
-from fusecli.segment.schedulers.normalization import can_schedule_persistent
+from fusecli.segment.schedulers.normalization import (
+    compile_time_persistent,
+    run_time_persistent,
+)
 
 NAME = "inner_outer_persistent"
 
 
-def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-    too_large = "not enough registers or shared memory for persistence"
-    return can_schedule_persistent(NAME, candidate, ctx, too_large)
+TOO_LARGE = "not enough registers or shared memory for persistence"
+
+
+def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    return compile_time_persistent(NAME, candidate, ctx)
+
+
+def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    return run_time_persistent(NAME, candidate, ctx, TOO_LARGE)

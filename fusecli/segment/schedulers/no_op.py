@@ -15,7 +15,7 @@ from fusecli.segment.schedulers.common import memory_promotion_reason
 NAME = "no_op"
 
 
-def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if not candidate.exprs:
         return Verdict.accept(NAME)
     for expr in candidate.reduction_exprs:
@@ -29,4 +29,9 @@ def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     reason = memory_promotion_reason(candidate)
     if reason:
         return Verdict.reject(NAME, reason)
+    return Verdict.accept(NAME)
+
+
+def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    """No run-time checks: nvFuser's NoOp accepts at run time."""
     return Verdict.accept(NAME)

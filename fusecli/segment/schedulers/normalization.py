@@ -20,9 +20,7 @@ from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers import common
 
 
-def can_schedule_persistent(
-    name: str, candidate: Candidate, ctx: ScheduleContext, too_large: str
-) -> Verdict:
+def compile_time_persistent(name: str, candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if common.has_mma(candidate) or not candidate.reduction_exprs:
         return Verdict.reject(name, "needs a reduction op")
     if not candidate.inputs:
@@ -40,7 +38,13 @@ def can_schedule_persistent(
             return Verdict.reject(name, f"Un-mapped multi-reduction: {first} and {second}")
     if not common.persistent_buffers(candidate):
         return Verdict.reject(name, "no persistent buffer identified")
+    return Verdict.accept(name)
+
+
+def run_time_persistent(
+    name: str, candidate: Candidate, ctx: ScheduleContext, too_large: str
+) -> Verdict:
     needed = common.persistent_bytes(candidate, ctx)
     if needed is not None and needed > ctx.device.max_persistent_bytes:
-        return Verdict.reject(name, too_large)
+        return Verdict.reject(name, too_large, "run time")
     return Verdict.accept(name)

@@ -17,7 +17,7 @@ from fusecli.segment.schedulers import common
 NAME = "pointwise"
 
 
-def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if common.has_mma(candidate):
         return Verdict.reject(NAME, "cannot find reference tensor")
     reason = common.memory_promotion_reason(candidate)
@@ -88,3 +88,8 @@ def _reshaped_from(candidate: Candidate, output) -> set[object]:
                         covered.add(candidate.dims.class_of(source, position))
             stack.append(source)
     return covered
+
+
+def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    """No run-time checks (nvFuser has some for block quantization only)."""
+    return Verdict.accept(NAME)

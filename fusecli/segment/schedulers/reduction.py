@@ -18,7 +18,7 @@ from fusecli.segment.schedulers import common
 NAME = "reduction"
 
 
-def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if not candidate.reduction_exprs:
         return Verdict.reject(NAME, "No reduction op to schedule")
     if not candidate.inputs:
@@ -34,4 +34,9 @@ def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         return Verdict.reject(
             NAME, "need persistent buffers that reduction scheduler doesn't handle"
         )
+    return Verdict.accept(NAME)
+
+
+def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    """No run-time checks: nvFuser's reduction scheduler takes any sizes."""
     return Verdict.accept(NAME)

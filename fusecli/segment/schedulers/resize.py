@@ -15,9 +15,14 @@ from fusecli.segment.schedulers import common
 NAME = "resize"
 
 
-def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if not any(e.op in common.RESIZE_OPS for e in candidate.exprs):
         return Verdict.reject(NAME, "No resize op to schedule")
     if candidate.reduction_exprs:
         return Verdict.reject(NAME, "No support for reduction ops")
+    return Verdict.accept(NAME)
+
+
+def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    """No run-time checks."""
     return Verdict.accept(NAME)

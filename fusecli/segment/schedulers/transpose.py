@@ -19,7 +19,7 @@ NAME = "transpose"
 TILE = 32
 
 
-def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if common.has_mma(candidate):
         return Verdict.reject(NAME, "no support for mma ops.")
     reason = common.memory_promotion_reason(candidate)
@@ -30,10 +30,16 @@ def can_schedule(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     groups = inner_dim_groups(candidate)
     if len(groups) < 2:
         return Verdict.reject(NAME, "cannot find two mismatching inner most dimensions")
-    largest = max((ctx.runtime.numel(t) or 0 for t in candidate.tensors), default=0)
-    if ctx.runtime.known and largest < ctx.device.sm_count * TILE * TILE:
+    return Verdict.accept(NAME)
+
+
+def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    sizes = [ctx.runtime.numel(t) for t in candidate.tensors]
+    if None in sizes:
+        return Verdict.accept(NAME)
+    if max(sizes, default=0) < ctx.device.sm_count * TILE * TILE:
         return Verdict.reject(
-            NAME, "Transpose scheduler does not perform well on small problem sizes."
+            NAME, "Transpose scheduler does not perform well on small problem sizes.", "run time"
         )
     return Verdict.accept(NAME)
 

@@ -1,0 +1,219 @@
+"""``fusecli bisect PATH`` as a library function: reproduce, bisect segments, minimize, verify.
+
+1. Ask about the file as given (in a fresh interpreter by default): does it fail, and how?
+   The first failing fusion of the file is the one bisected; its verdict fixes the target
+   failure (``--kind``, ``--check-str``). With ``--repeat`` N the original runs N times, to
+   say how flaky the failure is.
+2. Segment bisection: the first segment that diverges, with a repro of it alone.
+3. Minimization, starting from that segment when it fails alone: the smallest fusion that still
+   fails, written as ``minimized.py`` and ``minimized.yaml`` and asked again in a fresh
+   interpreter, where it must fail alone.
+
+Everything bisect writes goes to one output folder (``-o``, else a new temporary one).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from fusecli.bisect.oracle import Answer, Oracle, Target
+from fusecli.bisect.questions import Question, shell_line
+from fusecli.bisect.results import BisectReport, Minimized, Progress, Tracker
+from fusecli.bisect.selection import Slicer
+from fusecli.errors import InputError, MissingEnvironmentError
+from fusecli.pipeline import RunOptions
+
+MODES = ("all", "segments", "minimize")
+
+
+@dataclass(frozen=True, slots=True)
+class BisectOptions:
+    run: RunOptions = RunOptions()
+    kind: str = "auto"  # accuracy, crash, hang, any; auto: what the original shows
+    check_str: str | None = None
+    timeout: float = 120.0  # seconds per question
+    repeat: int = 1
+    jobs: int = 1
+    isolate: bool = True  # each question in a fresh interpreter
+    mode: str = "all"
+    shrink: bool = True
+    max_queries: int = 1000
+    output: Path | None = None
+
+
+def bisect_path(
+    path: Path, options: BisectOptions, progress: Callable[[Progress], None] | None = None
+) -> BisectReport:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", str(path))
+    out_dir = _output_dir(options.output)
+    tracker = Tracker(progress)
+    oracle = Oracle(
+        options.run, out_dir / "questions", isolate=options.isolate, timeout=options.timeout,
+        repeat=options.repeat, jobs=options.jobs, on_query=tracker.query_done,
+    )
+    tracker.update("reproduce", str(path))
+    index, first = _reproduce(path, oracle, options)
+    report = BisectReport(str(path), path.stem, False, first.verdict, output_dir=out_dir)
+    try:
+        _localize(path, index, first, oracle, tracker, options, report)
+    finally:
+        report.queries, report.runs = oracle.queries, oracle.runs
+        report.seconds = tracker.elapsed
+    return report
+
+
+def _output_dir(output: Path | None) -> Path:
+    if output is None:
+        return Path(tempfile.mkdtemp(prefix="fusecli-bisect-"))
+    if output.exists() and not output.is_dir():
+        raise InputError("-o names a file; give a folder for bisect's output", str(output))
+    output.mkdir(parents=True, exist_ok=True)
+    return output
+
+
+def _reproduce(path: Path, oracle: Oracle, options: BisectOptions) -> tuple[int, Answer]:
+    """The first fusion of the file that fails, and its answer (every repeat run)."""
+    index, count = 0, 1
+    while True:
+        answer = oracle.ask(Question(path=path, index=index), every_run=True)
+        verdict = answer.verdict
+        if verdict.status == "environment":
+            raise MissingEnvironmentError(verdict.message)
+        if verdict.status == "invalid":
+            raise InputError(verdict.message, str(path))
+        if verdict.failed and verdict.phase == "load":
+            what = "does not finish loading" if verdict.status == "hang" else "dies while loading"
+            raise InputError(f"the script {what} ({verdict.summary()}): there is no fusion "
+                             "to bisect", str(path))
+        count = max(count, verdict.fusions)
+        if answer.failing or index + 1 >= count:
+            return index, answer
+        index += 1
+
+
+def _localize(
+    path: Path,
+    index: int,
+    first: Answer,
+    oracle: Oracle,
+    tracker: Tracker,
+    options: BisectOptions,
+    report: BisectReport,
+) -> None:
+    from fusecli.bisect.minimize import minimize
+    from fusecli.bisect.repro import repro_header
+    from fusecli.bisect.segments import find_segment
+
+    failing = [v for v in first.verdicts if v.failed]
+    if not failing:
+        return
+    target = Target.learn(failing[0], options.kind, options.check_str)
+    matching = [v for v in first.verdicts if target.matches(v)]
+    if not matching:
+        report.notes.append(f"it fails, but not as asked ({target.describe()}): "
+                            f"{failing[0].summary()}")
+        return
+    report.reproduced, report.target, report.original = True, target, matching[0]
+    oracle.target = target
+    if len(matching) < len(first.verdicts):
+        report.flaky = f"failed {len(matching)} of {len(first.verdicts)} runs"
+    if target.kind == "hang" and not oracle.isolate:
+        oracle.isolate = True
+        report.notes.append("a hang can only be caught in a fresh interpreter: --in-process "
+                            "is ignored")
+    loaded = _load(path, index, options.run)
+    report.name = loaded.name
+    slicer = _slicer(loaded, options.run, report)
+    header = repro_header(str(path), loaded.name, target, report.original, options.run)
+    base = Question(path=path, index=index)
+    if not oracle.isolate:
+        base = Question(loaded=loaded)
+    start = slicer.everything() if slicer else None
+    if options.mode in ("all", "segments"):
+        finding, replays, selection = find_segment(
+            loaded, base, slicer, oracle, tracker, report.output_dir, header
+        )
+        report.segments = finding
+        report.replays.update(replays)
+        if selection is not None:
+            start = selection
+    if options.mode in ("all", "minimize") and slicer is not None:
+        result = minimize(slicer, start, oracle, tracker, shrink_sizes=options.shrink,
+                          max_queries=options.max_queries)
+        report.flaky = report.flaky or result.flaky
+        report.minimized = _write_minimized(loaded, result, oracle, tracker, report, options)
+
+
+def _load(path: Path, index: int, options: RunOptions) -> Any:
+    from fusecli.load import load_path
+
+    return load_path(path, device=options.device, seed=options.seed)[index]
+
+
+def _slicer(loaded: Any, options: RunOptions, report: BisectReport) -> Slicer | None:
+    """A slicer fed with the reference's values of every intermediate; None if it cannot be."""
+    from fusecli.load.inputs import clone_exact
+    from fusecli.reference import run_reference
+
+    try:
+        values = run_reference(
+            loaded.fusion, [clone_exact(v) for v in loaded.inputs], seed=options.seed,
+            keep_intermediates=True,
+        ).values
+    except Exception as error:
+        report.notes.append(f"no minimization: the reference cannot evaluate the fusion ({error})")
+        return None
+    return Slicer(loaded, values)
+
+
+def _write_minimized(
+    loaded: Any,
+    result: Any,
+    oracle: Oracle,
+    tracker: Tracker,
+    report: BisectReport,
+    options: BisectOptions,
+) -> Minimized:
+    from fusecli.bisect.repro import repro_header, write_repro
+
+    piece = result.piece
+    what = f"minimized repro of {loaded.name} ({len(piece.ops)} of "
+    what += f"{len(loaded.fusion.tensor_exprs())} ops)"
+    header = repro_header(report.path, what, report.target, report.original, options.run)
+    out_dir = report.output_dir
+    named = replace(piece.loaded, name=f"{loaded.name}_minimized")
+    py_path, yaml_path = write_repro(named, out_dir, "minimized", header)
+    tracker.update("verify", f"{py_path.name} in a fresh interpreter")
+    answer = oracle.ask(Question(path=py_path), fresh=True)
+    report.replays["minimize: first bad (the minimized repro)"] = shell_line(
+        oracle.command(Question(path=py_path))
+    )
+    if result.last_passing is not None:
+        kept = out_dir / "steps" / "last_good.pt"
+        command = oracle.command(Question(loaded=result.last_passing.loaded), keep_as=kept)
+        report.replays["minimize: last good"] = shell_line(command)
+    return Minimized(
+        ops_before=len(loaded.fusion.tensor_exprs()), ops=piece.ops,
+        inputs_before=len(loaded.fusion.inputs), inputs=[_describe(v) for v in piece.loaded.inputs],
+        outputs_before=len(loaded.fusion.outputs), outputs=len(piece.outputs),
+        repro_py=py_path, repro_yaml=yaml_path, verified=answer.failing,
+        verification=answer.verdict.summary(), queries=result.queries + 1,
+        seconds=result.seconds, steps=result.steps,
+    )
+
+
+def _describe(value: object) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return f"{type(value).__name__} {value!r}"
+    dtype = str(value.dtype).removeprefix("torch.")
+    return f"{dtype}[{', '.join(str(s) for s in shape)}]"
+
+
+__all__ = ["MODES", "BisectOptions", "bisect_path"]

@@ -1,0 +1,170 @@
+"""Op-level minimization: the smallest part of the fusion that still fails the same way.
+
+1. ddmin over the fusion's tensor exprs (removed producers become inputs fed with their
+   recorded values; unread results become outputs);
+2. ddmin over the outputs left, then the exprs no output needs are dropped; inputs nothing
+   reads are never declared;
+3. shrinking of input sizes.
+
+Every candidate a step accepts is asked again before it is accepted ("re-verified"); a failure
+that does not come back is reported as flaky and the step is not taken. Questions stop at
+``max_queries``: the smallest failing fusion found so far is kept.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+from fusecli.bisect.ddmin import Budget, ddmin
+from fusecli.bisect.oracle import Oracle
+from fusecli.bisect.questions import Question
+from fusecli.bisect.results import Step, Tracker
+from fusecli.bisect.selection import BuildError, Piece, Selection, Slicer
+from fusecli.bisect.shrink import shrink, sizes_of
+
+
+@dataclass(slots=True)
+class Minimization:
+    selection: Selection
+    piece: Piece
+    steps: list[Step] = field(default_factory=list)
+    flaky: str | None = None
+    last_passing: Piece | None = None  # the smallest candidate seen to pass, for replay
+    queries: int = 0
+    seconds: float = 0.0
+
+
+class Prober:
+    """Asks the oracle about selections: builds them, caches answers, re-verifies successes."""
+
+    def __init__(
+        self, slicer: Slicer, oracle: Oracle, tracker: Tracker, max_queries: int
+    ) -> None:
+        self.slicer = slicer
+        self.oracle = oracle
+        self.tracker = tracker
+        self.max_queries = max_queries
+        self.known: dict[Selection, bool] = {}
+        self.steps: list[Step] = []
+        self.flaky: str | None = None
+        self.last_passing: Piece | None = None
+
+    def fails(self, selections: list[Selection], phase: str, labels: list[str]) -> list[bool]:
+        results: list[bool | None] = [self.known.get(s) for s in selections]
+        pieces: dict[int, Piece] = {}
+        for index, selection in enumerate(selections):
+            if results[index] is not None:
+                continue
+            try:
+                pieces[index] = self.slicer.build(selection)
+            except BuildError:
+                results[index] = self.known[selection] = False
+        todo = [i for i in pieces]
+        if todo and self.oracle.queries >= self.max_queries:
+            raise Budget()
+        answers = self.oracle.ask_many([Question(loaded=pieces[i].loaded) for i in todo])
+        for index, answer in zip(todo, answers):
+            piece = pieces[index]
+            self.steps.append(Step(phase, labels[index], answer.failing,
+                                   answer.verdict.summary(), len(piece.ops)))
+            if not answer.failing:
+                results[index] = self.known[selections[index]] = False
+                self._passed(piece)
+        for index, answer in zip(todo, answers):
+            if answer.failing and all(results[i] is not True for i in range(index)):
+                results[index] = self._verify(selections[index], pieces[index], phase)
+            elif answer.failing:
+                results[index] = None  # not needed: an earlier candidate already won
+        return [bool(r) for r in results]
+
+    def fails_one(self, selection: Selection, phase: str, label: str) -> bool:
+        return self.fails([selection], phase, [label])[0]
+
+    def _verify(self, selection: Selection, piece: Piece, phase: str) -> bool:
+        """Ask an accepted candidate again; a failure that does not come back is flaky."""
+        again = self.oracle.ask(Question(loaded=piece.loaded))
+        self.steps.append(Step(phase, f"re-verify {len(piece.ops)} ops", again.failing,
+                               again.verdict.summary(), len(piece.ops)))
+        self.known[selection] = again.failing
+        if not again.failing:
+            self.flaky = (
+                f"a {phase} step failed once and then passed: the failure is flaky "
+                "(try --repeat N)"
+            )
+        return again.failing
+
+    def _passed(self, piece: Piece) -> None:
+        if self.last_passing is None or len(piece.ops) <= len(self.last_passing.ops):
+            self.last_passing = piece
+
+
+def minimize(
+    slicer: Slicer,
+    start: Selection,
+    oracle: Oracle,
+    tracker: Tracker,
+    *,
+    shrink_sizes: bool = True,
+    max_queries: int = 1000,
+) -> Minimization:
+    started, asked = time.perf_counter(), oracle.queries
+    prober = Prober(slicer, oracle, tracker, max_queries)
+    order = {e.uid: i for i, e in enumerate(slicer.units)}
+    selection = replace(start, outputs=None)
+
+    def report(current: list, granularity: int) -> None:
+        chunk = max(1, len(current) // granularity)
+        tracker.update("minimize", f"{len(current)} ops, removing ~{chunk} at a time")
+
+    def test_exprs(batch: list[list[int]]) -> list[bool]:
+        candidates = [replace(selection, exprs=frozenset(b)) for b in batch]
+        return prober.fails(candidates, "minimize", [f"{len(b)} ops" for b in batch])
+
+    kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
+                 width=oracle.jobs if oracle.isolate else 1, on_step=report)
+    selection = replace(selection, exprs=frozenset(kept))
+    selection = _minimize_outputs(slicer, selection, prober, tracker, oracle)
+    if shrink_sizes:
+        sizes = sizes_of(slicer.build(selection))
+        tracker.update("shrink", f"sizes {sizes}")
+        try:
+            selection = shrink(
+                selection, sizes,
+                lambda trial, label: _shrink_step(prober, tracker, trial, label),
+            )
+        except Budget:
+            pass
+    return Minimization(
+        selection, slicer.build(selection), prober.steps, prober.flaky, prober.last_passing,
+        oracle.queries - asked, time.perf_counter() - started,
+    )
+
+
+def _shrink_step(prober: Prober, tracker: Tracker, trial: Selection, label: str) -> bool:
+    tracker.update("shrink", label)
+    return prober.fails_one(trial, "shrink", label)
+
+
+def _minimize_outputs(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, oracle: Oracle
+) -> Selection:
+    """Fewer outputs, then the exprs no remaining output needs."""
+    outputs = list(slicer.output_uids(selection))
+    if len(outputs) > 1:
+        tracker.update("outputs", f"{len(outputs)} outputs")
+
+        def test_outputs(batch: list[list[int]]) -> list[bool]:
+            candidates = [replace(selection, outputs=tuple(b)) for b in batch]
+            return prober.fails(candidates, "outputs", [f"{len(b)} outputs" for b in batch])
+
+        outputs = ddmin(outputs, test_outputs, width=oracle.jobs if oracle.isolate else 1)
+    explicit = replace(selection, outputs=tuple(outputs))
+    live = slicer.live(explicit)
+    if live != explicit and live.exprs:
+        try:
+            if prober.fails_one(live, "outputs", f"{len(live.exprs)} ops after dropping outputs"):
+                return live
+        except Budget:
+            pass
+    return explicit

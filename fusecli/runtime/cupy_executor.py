@@ -1,0 +1,317 @@
+"""The CuPy executor: segments run as generated CUDA kernels (fusecli/codegen/), ATen otherwise.
+
+Per segment: generate a kernel for the actual sizes, strides and alignment (or learn why there
+is none), compile it with NVRTC (cached in memory and on disk by source hash, NVRTC version and
+architecture), allocate the outputs with torch, and launch on torch's current stream with raw
+device pointers. Generation and loading happen once per (segment, input layout); a warm launch
+builds the key, allocates, and calls the kernel.
+
+``execute_segment_cupy`` returns the segment's outputs, or a ``FallbackReason`` (no generator,
+a failed compile, CPU inputs, fault injection); ``CupyExecutor.run_segment`` applies the
+fallback (ATen) unless ``strict``. Launch failures raise ``KernelLaunchError`` naming the
+segment; with ``synchronize`` the executor waits for each kernel so that an asynchronous fault
+(an illegal address) is reported against the segment that caused it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fusecli.codegen import ArgKind, Kernel, Unsupported, generate
+from fusecli.codegen.nvrtc import CompileError, compile_source
+from fusecli.codegen.nvrtc import version as nvrtc_version
+from fusecli.errors import MissingEnvironmentError, PipelineError
+from fusecli.ir import dtype as dt
+from fusecli.ir.nodes import Extent, Scalar, SymbolicExtent, evaluate_extent
+from fusecli.runtime.aten import ATEN_OPS, AtenExecutor
+from fusecli.runtime.context import ExecutionContext, MissingValueError, value_of
+
+CACHE_DIR_VARIABLE = "FUSECLI_KERNEL_CACHE"
+
+# How a kernel parameter of each register type is passed: CuPy copies exactly the size of the
+# Python or numpy value, so single floats must be float32 (a Python float is a double).
+_PACK: dict[str, Any] = {
+    "float": np.float32,
+    "double": float,
+    "long long": int,
+    "int": np.int32,
+    "unsigned long long": np.uint64,
+    "bool": np.bool_,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackReason:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentOutcome:
+    """How a segment ran: ``executor`` is "cupy" or "aten"; ``fallback`` says why not cupy."""
+
+    executor: str
+    fallback: str | None = None
+    kernel: Kernel | None = None
+
+
+class KernelLaunchError(PipelineError):
+    """A generated kernel failed to launch or to run (exit code 3)."""
+
+
+@dataclass(slots=True)
+class _Prepared:
+    kernel: Kernel
+    function: Any
+
+
+def cupy_available() -> str | None:
+    """None when CuPy and a CUDA device are usable; otherwise why not."""
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    try:
+        import cupy  # noqa: F401
+    except ImportError as error:
+        return f"CuPy is not installed ({error}); pip install 'fusecli[cuda13]'"
+    return None
+
+
+class CupyExecutor:
+    name = "cupy"
+
+    def __init__(self, *, strict: bool = False, synchronize: bool = False,
+                 cache_dir: str | Path | None = None) -> None:
+        missing = cupy_available()
+        if missing:
+            raise MissingEnvironmentError(f"the cupy executor is not available: {missing}")
+        self.strict = strict
+        self.synchronize = synchronize
+        self.modules = ModuleCache(cache_dir)
+        self._prepared: dict[tuple, tuple[Any, _Prepared | FallbackReason]] = {}
+        self._streams: dict[int, _Stream] = {}
+
+    def run_segment(self, segment: Any, env: MutableMapping[int, object],
+                    ctx: ExecutionContext) -> SegmentOutcome:
+        """Run ``segment``, on ATen when it has no kernel (PipelineError instead if strict)."""
+        result = self.execute_segment(segment, env, ctx)
+        if isinstance(result, FallbackReason):
+            if self.strict:
+                raise PipelineError(
+                    f"segment {segment.id} ({segment.scheduler}) has no CUDA kernel: "
+                    f"{result.reason}"
+                )
+            AtenExecutor().run_exprs(segment.exprs, env, ctx)
+            return SegmentOutcome("aten", result.reason)
+        outputs, kernel = result
+        env.update(outputs)
+        return SegmentOutcome("cupy", None, kernel)
+
+    def execute_segment(self, segment: Any, env: MutableMapping[int, object],
+                        ctx: ExecutionContext,
+                        ) -> tuple[dict[int, torch.Tensor], Kernel] | FallbackReason:
+        faulty = sorted({e.op.value for e in segment.exprs} & ctx.faults)
+        if faulty:
+            return FallbackReason(f"fault injection names {', '.join(faulty)}")
+        try:
+            inputs = [env[value.uid] for value in segment.inputs]
+        except KeyError:
+            return FallbackReason("an input of the segment has not been computed")
+        device = _cuda_device(inputs, ctx)
+        if device is None:
+            return FallbackReason("the segment's tensors are not on a CUDA device")
+        prepared = self._prepare(segment, env, ctx, inputs, device)
+        if isinstance(prepared, FallbackReason):
+            return prepared
+        values, outputs = kernel_arguments(prepared.kernel, env, ctx, device)
+        self._launch(segment, prepared, values, device)
+        return outputs, prepared.kernel
+
+    def _prepare(self, segment: Any, env: MutableMapping[int, object], ctx: ExecutionContext,
+                 inputs: Sequence[Any], device: torch.device) -> _Prepared | FallbackReason:
+        key = (id(segment.candidate), device.index, *map(_layout_key, inputs))
+        cached = self._prepared.get(key)
+        if cached is not None and cached[0] is segment.candidate:
+            return cached[1]
+        kernel = generate(segment, EnvironmentSizes(ctx, env), inputs)
+        if isinstance(kernel, Unsupported):
+            prepared: _Prepared | FallbackReason = FallbackReason(kernel.reason)
+        else:
+            try:
+                prepared = _Prepared(kernel, self.modules.function(kernel, device))
+            except CompileError as error:
+                prepared = FallbackReason(f"the kernel failed to compile: {error}")
+        self._prepared[key] = (segment.candidate, prepared)
+        return prepared
+
+    def _launch(self, segment: Any, prepared: _Prepared, values: list[Any],
+                device: torch.device) -> None:
+        kernel = prepared.kernel
+        arguments = tuple(v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values)
+        stream = self._stream(device)
+        try:
+            prepared.function(kernel.grid, kernel.block, arguments,
+                              shared_mem=kernel.shared_mem, stream=stream)
+            if self.synchronize:
+                torch.cuda.synchronize(device)
+        except Exception as error:  # CuPy's CUDADriverError, torch's RuntimeError
+            raise KernelLaunchError(
+                f"segment {segment.id} ({segment.scheduler}): kernel {kernel.name} failed: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+
+    def _stream(self, device: torch.device) -> _Stream:
+        pointer = torch._C._cuda_getCurrentRawStream(device.index)
+        stream = self._streams.get(pointer)
+        if stream is None:
+            stream = self._streams[pointer] = _Stream(pointer)
+        return stream
+
+
+class _Stream:
+    """What CuPy's launch reads from a stream: its ``ptr`` (torch's current stream here)."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, pointer: int) -> None:
+        self.ptr = pointer
+
+
+_DEFAULT: CupyExecutor | None = None
+
+
+def execute_segment_cupy(segment: Any, env: MutableMapping[int, object], ctx: ExecutionContext,
+                         ) -> dict[int, torch.Tensor] | FallbackReason:
+    """The segment's outputs by value uid, from a shared executor; or why it cannot run."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = CupyExecutor()
+    result = _DEFAULT.execute_segment(segment, env, ctx)
+    return result if isinstance(result, FallbackReason) else result[0]
+
+
+def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: ExecutionContext,
+                     device: torch.device) -> tuple[list[Any], dict[int, torch.Tensor]]:
+    """The values of ``kernel``'s parameters (tensors, packed numbers) and its new outputs."""
+    values: list[Any] = []
+    outputs: dict[int, torch.Tensor] = {}
+    for param in kernel.args:
+        if param.kind is ArgKind.INPUT:
+            values.append(env[param.value.uid])
+        elif param.kind is ArgKind.OUTPUT:
+            tensor = torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device)
+            outputs[param.value.uid] = tensor
+            values.append(tensor)
+        elif param.kind is ArgKind.HOST_VALUE:
+            values.append(_host_values(param, env, ctx, device))
+        else:
+            source = env[param.value.uid] if param.kind is ArgKind.HOST_SCALAR else (
+                value_of(param.value, env))
+            number = source.item() if isinstance(source, torch.Tensor) else source
+            values.append(_PACK[param.ctype](number))
+    return values, outputs
+
+
+def _host_values(param: Any, env: MutableMapping[int, object], ctx: ExecutionContext,
+                 device: torch.device) -> torch.Tensor:
+    """A random op's values from fusecli's stream (what ATen and the reference draw)."""
+    expr = param.expr
+    args = []
+    for value in expr.inputs:
+        try:
+            args.append(value_of(value, env))
+        except MissingValueError:  # rand_like of a value of this segment: only its shape counts
+            args.append(torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device))
+    (values,) = ATEN_OPS[expr.op](expr, args, ctx)
+    return values.to(device=device, dtype=dt.to_torch(param.dtype)).contiguous()
+
+
+class EnvironmentSizes:
+    """Concrete extents from the execution's bound sizes and the environment's scalars."""
+
+    def __init__(self, ctx: ExecutionContext, env: MutableMapping[int, object]) -> None:
+        self.ctx, self.env = ctx, env
+
+    def extent(self, extent: Extent) -> int | None:
+        lookup = _Lookup(self.ctx, self.env)
+        try:
+            return int(evaluate_extent(extent, lookup))
+        except (KeyError, MissingValueError, TypeError, ZeroDivisionError):
+            return None
+
+
+class _Lookup(dict):
+    def __init__(self, ctx: ExecutionContext, env: MutableMapping[int, object]) -> None:
+        super().__init__()
+        self.ctx, self.env = ctx, env
+
+    def __getitem__(self, key: object) -> int:
+        if isinstance(key, SymbolicExtent):
+            return self.ctx.extents[key]
+        if isinstance(key, Scalar):
+            return int(value_of(key, self.env))
+        raise KeyError(key)
+
+
+class ModuleCache:
+    """Compiled kernels: in memory by source, on disk as CUBIN by source, NVRTC and arch."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        default = os.environ.get(CACHE_DIR_VARIABLE) or Path.home() / ".cache/fusecli/kernels"
+        self.directory = Path(directory or default)
+        self._functions: dict[tuple[str, int], Any] = {}
+        self.compiles = 0  # NVRTC runs, for tests and the benchmark
+
+    def function(self, kernel: Kernel, device: torch.device) -> Any:
+        key = (kernel.source, device.index or 0)
+        found = self._functions.get(key)
+        if found is None:
+            found = self._functions[key] = self._load(kernel, device)
+        return found
+
+    def _load(self, kernel: Kernel, device: torch.device) -> Any:
+        import cupy
+
+        major, minor = torch.cuda.get_device_capability(device)
+        arch = f"sm_{major}{minor}"
+        path = self.directory / f"{cache_key(kernel.source, arch)}.cubin"
+        if not path.exists():
+            compiled = compile_source(kernel.source, kernel.name, arch)
+            self.compiles += 1
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.directory, delete=False) as handle:
+                handle.write(compiled.cubin)
+            os.replace(handle.name, path)  # atomic: concurrent writers leave one whole file
+        with cupy.cuda.Device(device.index or 0):
+            raw = cupy.RawModule(path=str(path)).get_function(kernel.name)
+            return raw.kernel  # the loaded function: calling it skips RawKernel's lookups
+
+
+def cache_key(source: str, arch: str) -> str:
+    major, minor = nvrtc_version()
+    text = f"{source}\0nvrtc {major}.{minor}\0{arch}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _layout_key(value: Any) -> tuple:
+    if not isinstance(value, torch.Tensor):
+        return (type(value),)
+    address = value.data_ptr()
+    return (value.dtype, value.device.type, tuple(value.shape), value.stride(),
+            address % 16, address == 0)
+
+
+def _cuda_device(inputs: Sequence[Any], ctx: ExecutionContext) -> torch.device | None:
+    for value in inputs:
+        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
+            return value.device
+    device = torch.device(ctx.device)
+    return device if device.type == "cuda" and not any(
+        isinstance(v, torch.Tensor) and v.dim() > 0 for v in inputs) else None
