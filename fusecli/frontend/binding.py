@@ -1,0 +1,100 @@
+"""Argument binding for ``fd.ops``: positional and keyword forms, with friendly errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from fusecli.frontend.records import Record
+from fusecli.frontend.state import Scalar, State, Tensor
+from fusecli.ir.dtype import DataType
+
+if TYPE_CHECKING:
+    from fusecli.frontend.definition import FusionDefinition
+
+
+def bind_args(
+    op: str,
+    params: Sequence[str],
+    args: tuple,
+    kwargs: dict,
+    defaults: dict[str, Any] | None = None,
+    aliases: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Bind positional and keyword arguments to ``params``; a friendly TypeError otherwise."""
+    if len(args) > len(params):
+        raise TypeError(f"fd.ops.{op}() takes {len(params)} arguments, got {len(args)}")
+    bound = dict(zip(params, args))
+    for key, value in kwargs.items():
+        key = (aliases or {}).get(key, key)
+        if key not in params:
+            raise TypeError(f"fd.ops.{op}() got an unexpected keyword argument '{key}'")
+        if key in bound:
+            raise TypeError(f"fd.ops.{op}() got multiple values for argument '{key}'")
+        bound[key] = value
+    for key, value in (defaults or {}).items():
+        bound.setdefault(key, value)
+    missing = [p for p in params if p not in bound]
+    if missing:
+        raise TypeError(f"fd.ops.{op}() missing required argument(s): {', '.join(missing)}")
+    return bound
+
+
+def tensor_arg(op: str, value: object, name: str = "arg") -> Tensor:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"fd.ops.{op}: {name} must be a Tensor, got {value!r}")
+    return value
+
+
+def operand_arg(op: str, value: object) -> State:
+    if isinstance(value, Tensor | Scalar):
+        return value
+    raise TypeError(
+        f"fd.ops.{op}: expected a Tensor or Scalar, got {value!r}; "
+        "define Python numbers with fd.define_scalar"
+    )
+
+
+def int_arg(op: str, value: object, name: str) -> int:
+    if isinstance(value, Scalar) and value.val.is_constant:
+        return int(value.val.value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"fd.ops.{op}: {name} must be an int, got {value!r}")
+    return value
+
+
+def dims_arg(op: str, value: object) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [int_arg(op, v, "dims") for v in value]
+    raise TypeError(f"fd.ops.{op}: dims must be an int or a list of ints, got {value!r}")
+
+
+def dtype_arg(op: str, value: object) -> DataType:
+    if not isinstance(value, DataType):
+        raise TypeError(f"fd.ops.{op}: dtype must be a DataType, got {value!r}")
+    return value
+
+
+
+class OpsBase:
+    """What every group of ``fd.ops`` methods shares: the definition, its builder, recording."""
+
+    def __init__(self, fd: FusionDefinition) -> None:
+        self._fd = fd
+
+    @property
+    def _b(self):
+        return self._fd._builder
+
+    def _finish(
+        self, name: str, results: Sequence[object], args: list[tuple[str | None, object]]
+    ) -> Any:
+        """Wrap IR results in handles and record ``outputs = fd.ops.name(args)``."""
+        states = [self._fd._wrap(r) for r in results]
+        self._fd._record(Record(f"fd.ops.{name}", states, args))
+        return states[0] if len(states) == 1 else tuple(states)
+
+    def _start(self, name: str) -> None:
+        self._fd._check_defining(f"fd.ops.{name}")

@@ -1,0 +1,96 @@
+"""Elementwise ``fd.ops``: unary, binary and ternary ops, cast, where, copies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fusecli.frontend.binding import (
+    OpsBase,
+    bind_args,
+    dtype_arg,
+    int_arg,
+    operand_arg,
+    tensor_arg,
+)
+from fusecli.frontend.state import State, Tensor
+from fusecli.ir import ops_elementwise as ew
+from fusecli.ir import ops_shape as shp
+from fusecli.ir.optype import OpKind, OpType
+
+
+class ElementwiseOps(OpsBase):
+    """Elementwise ops; the plain unary/binary/ternary methods are generated below."""
+
+    def _elementwise(self, op: OpType, *operands: object) -> State:
+        self._start(op.value)
+        states = [operand_arg(op.value, v) for v in operands]
+        if op is OpType.where:
+            result = ew.where(self._b, *(s.val for s in states))
+        else:
+            result = ew.elementwise(self._b, op, [s.val for s in states])
+        return self._finish(op.value, [result], [(None, s) for s in states])
+
+    def cast(self, *args: Any, **kwargs: Any) -> State:
+        bound = bind_args("cast", ["arg", "dtype"], args, kwargs)
+        self._start("cast")
+        arg = operand_arg("cast", bound["arg"])
+        result = ew.cast(self._b, arg.val, dtype_arg("cast", bound["dtype"]))
+        if result is arg.val:  # nvFuser still makes a new value: a set
+            result = shp.set_op(self._b, OpType.set, arg.val) if isinstance(arg, Tensor) else (
+                result
+            )
+        return self._finish("cast", [result], [(None, arg), ("dtype", bound["dtype"])])
+
+    def where(self, *args: Any, **kwargs: Any) -> State:
+        bound = bind_args("where", ["pred", "arg1", "arg2"], args, kwargs)
+        return self._elementwise(OpType.where, bound["pred"], bound["arg1"], bound["arg2"])
+
+    def set(self, arg: Tensor) -> Tensor:
+        return self._copy(OpType.set, arg)
+
+    def segment_set(self, arg: Tensor) -> Tensor:
+        return self._copy(OpType.segment_set, arg)
+
+    def _copy(self, op: OpType, arg: Tensor) -> Tensor:
+        self._start(op.value)
+        result = shp.set_op(self._b, op, tensor_arg(op.value, arg).val)
+        return self._finish(op.value, [result], [(None, arg)])
+
+    def stride_order(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args("stride_order", ["arg", "stride_order"], args, kwargs)
+        self._start("stride_order")
+        arg = tensor_arg("stride_order", bound["arg"])
+        order = [int_arg("stride_order", v, "stride_order") for v in bound["stride_order"]]
+        result = shp.set_op(self._b, OpType.stride_order, arg.val, stride_order=order)
+        return self._finish("stride_order", [result], [(None, arg), ("stride_order", order)])
+
+
+def _make_elementwise(op: OpType, arity: int) -> Callable[..., State]:
+    def method(self: ElementwiseOps, *args: Any, **kwargs: Any) -> State:
+        if kwargs:
+            names = ["arg", "arg1", "arg2", "arg3", "other", "input"]
+            args = args + tuple(kwargs.pop(n) for n in names if n in kwargs)
+            if kwargs:
+                raise TypeError(f"fd.ops.{op.value}() got unexpected arguments {sorted(kwargs)}")
+        if len(args) != arity:
+            raise TypeError(f"fd.ops.{op.value}() takes {arity} arguments, got {len(args)}")
+        return self._elementwise(op, *args)
+
+    method.__name__ = op.value
+    method.__doc__ = f"nvFuser's fd.ops.{op.value} ({arity} operands)."
+    return method
+
+
+_ARITY = {OpKind.UNARY: 1, OpKind.BINARY: 2}
+_TERNARY_ARITY = {
+    OpType.lerp: 3, OpType.clamp: 3, OpType.threshold: 3, OpType.addcmul: 4,
+    OpType.add_alpha: 3, OpType.sub_alpha: 3,
+}
+
+for _op in OpType:
+    if _op.kind in _ARITY:
+        setattr(ElementwiseOps, _op.value, _make_elementwise(_op, _ARITY[_op.kind]))
+    elif _op in _TERNARY_ARITY:
+        setattr(ElementwiseOps, _op.value, _make_elementwise(_op, _TERNARY_ARITY[_op]))
+del _op

@@ -1,0 +1,226 @@
+"""Indexing, creation, random, matmul and attention ``fd.ops``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fusecli.frontend.binding import (
+    OpsBase,
+    bind_args,
+    dtype_arg,
+    int_arg,
+    operand_arg,
+    tensor_arg,
+)
+from fusecli.frontend.state import Scalar, Tensor
+from fusecli.ir import ops_other as other
+from fusecli.ir.builder import DefinitionError
+from fusecli.ir.dtype import DataType
+from fusecli.ir.optype import OpType
+
+
+class MiscOps(OpsBase):
+    """Indexing, creation and random numbers, matmul, linear, attention, triu."""
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def index_select(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args("index_select", ["arg", "index", "dim"], args, kwargs)
+        self._start("index_select")
+        arg, index = tensor_arg("index_select", bound["arg"]), tensor_arg(
+            "index_select", bound["index"], "index"
+        )
+        dim = int_arg("index_select", bound["dim"], "dim")
+        result = other.index_select(self._b, arg.val, index.val, dim)
+        return self._finish("index_select", [result], [(None, arg), (None, index), ("dim", dim)])
+
+    def select(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args("select", ["arg", "index", "dim"], args, kwargs)
+        self._start("select")
+        arg = tensor_arg("select", bound["arg"])
+        index = bound["index"]
+        if not isinstance(index, Scalar):
+            raise TypeError(f"fd.ops.select: index must be a Scalar, got {index!r}")
+        dim = int_arg("select", bound["dim"], "dim")
+        result = other.select(self._b, arg.val, index.val, dim)
+        return self._finish("select", [result], [(None, arg), (None, index), ("dim", dim)])
+
+    def _gather(self, op: OpType, args: tuple, kwargs: dict) -> Tensor:
+        bound = bind_args(op.value, ["arg1", "index", "dim"], args, kwargs)
+        self._start(op.value)
+        arg = tensor_arg(op.value, bound["arg1"])
+        index = tensor_arg(op.value, bound["index"], "index")
+        dim = int_arg(op.value, bound["dim"], "dim")
+        result = other.gather(self._b, op, arg.val, index.val, dim)
+        return self._finish(op.value, [result], [(None, arg), (None, index), ("dim", dim)])
+
+    def gather(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._gather(OpType.gather, args, kwargs)
+
+    def take_along_axis(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._gather(OpType.take_along_axis, args, kwargs)
+
+    def scatter(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args("scatter", ["arg1", "index", "src", "dim"], args, kwargs)
+        self._start("scatter")
+        arg = tensor_arg("scatter", bound["arg1"])
+        index = tensor_arg("scatter", bound["index"], "index")
+        src = operand_arg("scatter", bound["src"])
+        dim = int_arg("scatter", bound["dim"], "dim")
+        result = other.scatter(self._b, arg.val, index.val, src.val, dim)
+        return self._finish(
+            "scatter", [result], [(None, arg), (None, index), (None, src), ("dim", dim)]
+        )
+
+    def embedding_fwd(self, *args: Any, **kwargs: Any) -> Tensor:
+        names = ["input", "weight", "padding_idx", "max_norm", "norm_type",
+                 "scale_grad_by_freq", "sparse"]
+        bound = bind_args(
+            "embedding_fwd", names, args, kwargs, defaults={n: None for n in names[2:]}
+        )
+        self._start("embedding_fwd")
+        indices = tensor_arg("embedding_fwd", bound["input"], "input")
+        weight = tensor_arg("embedding_fwd", bound["weight"], "weight")
+        options = {}
+        for name in names[2:]:
+            value = bound[name]
+            if value is not None and not isinstance(value, Scalar):
+                raise TypeError(f"fd.ops.embedding_fwd: {name} must be a Scalar or None")
+            options[name] = value.val if value is not None else None
+        result = other.embedding_fwd(self._b, indices.val, weight.val, options)
+        return self._finish("embedding_fwd", [result], [(None, bound[n]) for n in names])
+
+
+    # -- creation --------------------------------------------------------------------------
+
+    def full(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args("full", ["shape", "fill_value", "dtype"], args, kwargs)
+        self._start("full")
+        fill = operand_arg("full", bound["fill_value"])
+        dtype = dtype_arg("full", bound["dtype"])
+        shape, printed = self._fd._inline_vector(bound["shape"], "full")
+        result = other.full(self._b, shape.val, fill.val, dtype)
+        return self._finish(
+            "full", [result], [("shape", printed), ("fill_value", fill), ("dtype", dtype)]
+        )
+
+    def iota(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args(
+            "iota", ["length", "start", "step", "dtype"], args, kwargs,
+            defaults={"start": None, "step": None, "dtype": DataType.Int},
+        )
+        self._start("iota")
+        length = bound["length"]
+        if not isinstance(length, Scalar):
+            raise TypeError(f"fd.ops.iota: length must be a Scalar, got {length!r}")
+        start, step = bound["start"], bound["step"]
+        dtype = dtype_arg("iota", bound["dtype"])
+        result = other.iota(
+            self._b, length.val, start.val if start is not None else None,
+            step.val if step is not None else None, dtype,
+        )
+        return self._finish(
+            "iota", [result], [(None, length), (None, start), (None, step), ("dtype", dtype)]
+        )
+
+    def _random(self, op: OpType, args: tuple, kwargs: dict) -> Tensor:
+        first, second = ("minval", "maxval") if op is OpType.uniform else ("mean", "std")
+        bound = bind_args(
+            op.value, [first, second, "shape", "rng_seed", "rng_offset", "dtype"], args, kwargs,
+            defaults={"rng_seed": None, "rng_offset": None, "dtype": DataType.Float},
+        )
+        self._start(op.value)
+        low, high = operand_arg(op.value, bound[first]), operand_arg(op.value, bound[second])
+        shape, printed = self._fd._inline_vector(bound["shape"], op.value)
+        seed, offset = bound["rng_seed"], bound["rng_offset"]
+        dtype = dtype_arg(op.value, bound["dtype"])
+        result = other.random(
+            self._b, op, low.val, high.val, shape.val,
+            seed.val if seed is not None else None,
+            offset.val if offset is not None else None, dtype,
+        )
+        record: list[tuple[str | None, object]] = [(None, low), (None, high), ("shape", printed)]
+        if seed is not None:
+            record += [("rng_seed", seed), ("rng_offset", offset)]
+        record.append(("dtype", dtype))
+        return self._finish(op.value, [result], record)
+
+    def uniform(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._random(OpType.uniform, args, kwargs)
+
+    def normal(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._random(OpType.normal, args, kwargs)
+
+    def _random_like(self, op: OpType, args: tuple, kwargs: dict) -> Tensor:
+        bound = bind_args(
+            op.value, ["arg", "rng_seed", "rng_offset"], args, kwargs,
+            defaults={"rng_seed": None, "rng_offset": None},
+        )
+        self._start(op.value)
+        arg = tensor_arg(op.value, bound["arg"])
+        seed, offset = bound["rng_seed"], bound["rng_offset"]
+        result = other.random_like(
+            self._b, op, arg.val, seed.val if seed is not None else None,
+            offset.val if offset is not None else None,
+        )
+        record: list[tuple[str | None, object]] = [(None, arg)]
+        if seed is not None:
+            record += [("rng_seed", seed), ("rng_offset", offset)]
+        return self._finish(op.value, [result], record)
+
+    def rand_like(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._random_like(OpType.rand_like, args, kwargs)
+
+    def randn_like(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._random_like(OpType.randn_like, args, kwargs)
+
+
+    # -- matmul and attention --------------------------------------------------------------
+
+    def matmul(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args("matmul", ["arg1", "arg2"], args, kwargs)
+        self._start("matmul")
+        a = tensor_arg("matmul", bound["arg1"], "arg1")
+        w = tensor_arg("matmul", bound["arg2"], "arg2")
+        return self._finish("matmul", [other.matmul(self._b, a.val, w.val)], [(None, a), (None, w)])
+
+    def linear(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args(
+            "linear", ["arg1", "arg2", "bias"], args, kwargs, defaults={"bias": None}
+        )
+        self._start("linear")
+        a = tensor_arg("linear", bound["arg1"], "arg1")
+        w = tensor_arg("linear", bound["arg2"], "arg2")
+        bias = bound["bias"]
+        if bias is not None:
+            bias = tensor_arg("linear", bias, "bias")
+        result = other.linear(self._b, a.val, w.val, bias.val if bias is not None else None)
+        record = [(None, a), (None, w)] + ([(None, bias)] if bias is not None else [])
+        return self._finish("linear", [result], record)
+
+    def sdpfa_fwd(self, *args: Any, **kwargs: Any) -> tuple[Tensor, ...]:
+        names = ["query", "key", "value", "bias", "mask", "dropout_p", "is_causal", "scale"]
+        bound = bind_args("sdpfa_fwd", names, args, kwargs, defaults={n: None for n in names[3:]})
+        self._start("sdpfa_fwd")
+        q, k, v = (tensor_arg("sdpfa_fwd", bound[n], n) for n in names[:3])
+        if bound["bias"] is not None or bound["mask"] is not None:
+            raise DefinitionError("sdpfa_fwd", "bias and mask are not supported by fusecli yet")
+        scalars = {}
+        for name in ("dropout_p", "is_causal", "scale"):
+            value = bound[name]
+            if value is not None and not isinstance(value, Scalar):
+                raise TypeError(f"fd.ops.sdpfa_fwd: {name} must be a Scalar or None")
+            scalars[name] = value.val if value is not None else None
+        results = other.sdpfa_fwd(self._b, q.val, k.val, v.val, **scalars)
+        return self._finish("sdpfa_fwd", results, [(None, bound[n]) for n in names])
+
+    def triu(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_args("triu", ["input", "diagonal"], args, kwargs, defaults={"diagonal": None})
+        self._start("triu")
+        arg = tensor_arg("triu", bound["input"], "input")
+        diagonal = bound["diagonal"]
+        if isinstance(diagonal, int) and not isinstance(diagonal, bool):
+            diagonal = self._fd.define_scalar(diagonal, DataType.Int)
+        result = other.triu(self._b, arg.val, diagonal.val if diagonal is not None else None)
+        record = [(None, arg)] + ([(None, diagonal)] if diagonal is not None else [])
+        return self._finish("triu", [result], record)
