@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fusecli.segment.result import SegmentedFusion
 from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES, Switches
-from fusecli.segment.segmenter import SegmentedFusion, segment_fusion
+from fusecli.segment.segmenter import segment_fusion
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,8 @@ Scripts loaded by fusecli that import ``nvfuser`` get this module; it can also b
 directly: ``from fusecli.frontend import FusionDefinition, DataType``.
 """
 
-from fusecli.frontend.definition import (
-    FusionCache,
-    FusionDefinition,
-    compute_contiguity,
-    compute_tensor_descriptor,
-)
+from fusecli.frontend.definition import FusionCache, FusionDefinition
+from fusecli.frontend.descriptors import compute_contiguity, compute_tensor_descriptor
 from fusecli.frontend.state import Scalar, Tensor, Vector
 from fusecli.ir.builder import DefinitionError
 from fusecli.ir.dtype import DataType

@@ -12,7 +12,7 @@ from rich.tree import Tree
 
 from fusecli.explain import ExplainOutcome
 from fusecli.ir.printer import Namer, print_exprs, print_fusion, tensor_str
-from fusecli.segment.segmenter import LogEntry, SegmentedFusion
+from fusecli.segment.result import LogEntry, SegmentedFusion
 
 NOT_FOUND = "Can not find a scheduler to schedule fusion segment"
 
