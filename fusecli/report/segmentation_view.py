@@ -94,7 +94,8 @@ def segments_dump(segmented: SegmentedFusion, namer: Namer) -> str:
 # -- rich ------------------------------------------------------------------------------------
 
 _PHASE = {
-    "whole": "whole fusion", "initial": "initial group", "merge": "merge",
+    "whole": "whole fusion", "initial": "initial group", "pre_merge": "up/down-cast merge",
+    "merge": "merge",
     "final_merge": "final merge", "forward": "forwarded input", "finalize": "final segment",
 }
 

@@ -5,6 +5,7 @@
 2. Otherwise: one group per tensor expr; chains of unary ops reading a fusion input are
    forwarded (kept out of the groups and joined to their consumers at the end); groups that
    produce fusion outputs must have a scheduler.
+   Pre-merge: an up-cast, what follows it and the down-cast ending it join first.
 3. Level-based pairwise merging (Herrmann et al.): each round, each group merges with at most
    one neighbour within one level, so the group graph stays acyclic; repeated until no merge.
 4. A final merge of producer-consumer pairs, edges through fusion outputs included.
@@ -106,6 +107,7 @@ class Segmenter:
                 if group.scheduler is None:
                     result.failure = self._diagnose(group.exprs)
                     return result
+        self._merge_up_and_down_casts()
         self._merge_rounds()
         self._final_merge()
         self._resolve_forwarded()
@@ -269,8 +271,12 @@ class Segmenter:
             self._compact()
 
     def _join(self, first: _Group, second: _Group, scheduler: str) -> _Group:
-        joined = _Group(first.exprs + second.exprs, scheduler)
-        first.alive = second.alive = False
+        return self._join_all([first, second], scheduler)
+
+    def _join_all(self, groups: list[_Group], scheduler: str) -> _Group:
+        joined = _Group([e for g in groups for e in g.exprs], scheduler)
+        for group in groups:
+            group.alive = False
         for expr in joined.exprs:
             self.group_of[expr.uid] = joined
         self._producer_cache.clear()  # edges changed: recomputed on demand
@@ -280,6 +286,43 @@ class Segmenter:
 
     def _compact(self) -> None:
         self.groups = [g for g in self.groups if g.alive]
+
+    def _merge_up_and_down_casts(self) -> None:
+        """nvFuser's MergeUpAndDownCast: an up-cast, the ops after it, and the down-cast that
+        ends them, as one segment (Thunder's bf16 -> float -> bf16 pattern).
+
+        From a single up-cast group, follow single consumers until a down-cast or a fork;
+        along the way pull in producers whose only consumer is on the path. Two or more
+        groups are merged when a scheduler accepts them together.
+        """
+        changed = True
+        while changed:
+            changed = False
+            for start in [g for g in self.groups if _is_cast(g, up=True)]:
+                if not start.alive:
+                    continue
+                chosen = self._cast_chain(start)
+                if len(chosen) < 2 or not all(g.alive for g in chosen):
+                    continue
+                scheduler = self.try_schedule([e for g in chosen for e in g.exprs], "pre_merge")
+                if scheduler is not None:
+                    self._join_all(chosen, scheduler)
+                    changed = True
+            self._compact()
+
+    def _cast_chain(self, start: _Group) -> list[_Group]:
+        chosen, current = [start], start
+        while not (current is not start and _is_cast(current, up=False)):
+            consumers = list(self._consumers(current))
+            if len(consumers) != 1 or consumers[0] in chosen:
+                break
+            current = consumers[0]
+            chosen.append(current)
+            if not _is_cast(current, up=True):
+                for producer in self._producers(current):
+                    if producer not in chosen and len(self._consumers(producer)) == 1:
+                        chosen.append(producer)
+        return chosen
 
     def _final_merge(self) -> None:
         merged = True
@@ -384,6 +427,20 @@ class Segmenter:
         candidate = Candidate.of(self.graph, exprs)
         verdicts = tuple(check(name, candidate, self.ctx) for name in self.ctx.order)
         return Diagnosis(candidate, verdicts, advise(candidate, verdicts, self.profile.name))
+
+
+def _is_cast(group: _Group, up: bool) -> bool:
+    """A single cast between floating types to more bits (up) or fewer (down)."""
+    from fusecli.ir import dtype as dt
+
+    if len(group.exprs) != 1 or group.exprs[0].op is not OpType.cast:
+        return False
+    expr = group.exprs[0]
+    source, target = expr.inputs[0].dtype, expr.output.dtype
+    if not (dt.is_floating(source) and dt.is_floating(target)):
+        return False
+    source_bits, target_bits = dt.info(source).bits, dt.info(target).bits
+    return target_bits > source_bits if up else target_bits < source_bits
 
 
 def _segment_set_violation(candidate: Candidate) -> str | None:
