@@ -217,3 +217,19 @@ def test_scalar_size_exprs_are_resolved_between_segments():
     result = segment_fusion(fd.fusion, inputs)
     run = execute_segmented(result, inputs)
     assert torch.allclose(run.outputs[0], torch.exp(inputs[0] @ inputs[1].T))
+
+
+def test_sizes_of_tensors_made_inside_a_segment():
+    """Found by fusecli bisect: size() of a tensor the same segment computes, read by expand."""
+    with FusionDefinition() as fd:
+        rows, cols = fd.define_scalar(DataType.Int), fd.define_scalar(DataType.Int)
+        a = fd.define_tensor(shape=[-1, 1], contiguity=[None, None], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, 1], contiguity=[None, None], dtype=DataType.Float)
+        wide = fd.ops.expand(a, shape=[rows, cols])
+        out = fd.ops.expand(b, shape=[fd.ops.size(wide, dim=0), fd.ops.size(wide, dim=1)])
+        fd.add_output(out)
+    inputs = [4, 8, torch.full((1, 1), 0.5), torch.full((1, 1), -0.5)]
+    result = segment_fusion(fd.fusion, inputs)
+    _check_invariants(result)
+    (got,) = execute_segmented(result, inputs).outputs
+    assert torch.equal(got, torch.full((4, 8), -0.5))

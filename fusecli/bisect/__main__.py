@@ -41,7 +41,7 @@ def _say(prefix: str, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from fusecli.bisect.check import Verdict, error_verdict, evaluate
+    from fusecli.bisect.check import Verdict, evaluate, load_verdict
     from fusecli.bisect.questions import load_source
     from fusecli.pipeline import RunOptions
 
@@ -58,11 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             _say(VERDICT, verdict.to_json())
             return 2
     except Exception as error:
-        verdict = error_verdict(error, "load")
-        if verdict.status == "crash":  # a script that raises is a bad repro, not a crash
-            verdict = Verdict("invalid", verdict.error_type, verdict.message, "load")
+        verdict = load_verdict(error)
         _say(VERDICT, verdict.to_json())
-        return 2
+        return 4 if verdict.status == "environment" else 2
     _say(PHASE, "execute")
     from dataclasses import replace
 

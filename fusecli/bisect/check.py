@@ -41,8 +41,10 @@ class Verdict:
     @property
     def signature(self) -> str:
         """What identifies this failure across minimization steps: kind, type, normalized text."""
-        if self.status == "mismatch":
-            return "mismatch"
+        if self.status in ("mismatch", "hang"):
+            return self.status
+        if self.status == "died":  # what a dying interpreter prints last varies; the cause not
+            return f"died: {self.error_type}"
         parts = [self.status, self.error_type or "", normalize_message(self.message)]
         return ": ".join(p for p in parts if p)
 
@@ -89,6 +91,15 @@ def error_verdict(error: BaseException, phase: str) -> Verdict:
     if isinstance(error, InputError):
         return Verdict("invalid", type(error).__name__, first_line(error), phase)
     return Verdict("crash", type(error).__name__, first_line(error), phase)
+
+
+def load_verdict(error: BaseException) -> Verdict:
+    """What a file that fails to load means: bad input (a script that raises is a bad repro,
+    not a crash under test), or a missing environment."""
+    verdict = error_verdict(error, "load")
+    if verdict.status == "crash":
+        return Verdict("invalid", verdict.error_type, verdict.message, "load")
+    return verdict
 
 
 # -- evaluation --------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ Everything bisect writes goes to one output folder (``-o``, else a new temporary
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 from fusecli.bisect.oracle import Answer, Oracle, Target
 from fusecli.bisect.questions import Question, shell_line
-from fusecli.bisect.results import BisectReport, Minimized, Progress, Tracker
+from fusecli.bisect.results import BisectReport, GitReport, Minimized, Progress, Tracker
 from fusecli.bisect.selection import Slicer
 from fusecli.errors import InputError, MissingEnvironmentError
 from fusecli.pipeline import RunOptions
@@ -38,7 +39,8 @@ class BisectOptions:
     timeout: float = 120.0  # seconds per question
     repeat: int = 1
     jobs: int = 1
-    isolate: bool = True  # each question in a fresh interpreter
+    isolate: bool = True  # each question in a process of its own
+    fork: bool = True  # that process forked from a preloaded zygote, not a new interpreter
     mode: str = "all"
     shrink: bool = True
     max_queries: int = 1000
@@ -54,8 +56,9 @@ def bisect_path(
     out_dir = _output_dir(options.output)
     tracker = Tracker(progress)
     oracle = Oracle(
-        options.run, out_dir / "questions", isolate=options.isolate, timeout=options.timeout,
-        repeat=options.repeat, jobs=options.jobs, on_query=tracker.query_done,
+        options.run, out_dir / "questions", isolate=options.isolate, fork=options.fork,
+        timeout=options.timeout, repeat=options.repeat, jobs=options.jobs,
+        on_query=tracker.query_done,
     )
     tracker.update("reproduce", str(path))
     index, first = _reproduce(path, oracle, options)
@@ -123,10 +126,6 @@ def _localize(
     oracle.target = target
     if len(matching) < len(first.verdicts):
         report.flaky = f"failed {len(matching)} of {len(first.verdicts)} runs"
-    if target.kind == "hang" and not oracle.isolate:
-        oracle.isolate = True
-        report.notes.append("a hang can only be caught in a fresh interpreter: --in-process "
-                            "is ignored")
     loaded = _load(path, index, options.run)
     report.name = loaded.name
     slicer = _slicer(loaded, options.run, report)
@@ -137,7 +136,8 @@ def _localize(
     start = slicer.everything() if slicer else None
     if options.mode in ("all", "segments"):
         finding, replays, selection = find_segment(
-            loaded, base, slicer, oracle, tracker, report.output_dir, header
+            loaded, base, Question(path=path, index=index), slicer, oracle, tracker,
+            report.output_dir, header,
         )
         report.segments = finding
         report.replays.update(replays)
@@ -190,7 +190,9 @@ def _write_minimized(
     named = replace(piece.loaded, name=f"{loaded.name}_minimized")
     py_path, yaml_path = write_repro(named, out_dir, "minimized", header)
     tracker.update("verify", f"{py_path.name} in a fresh interpreter")
+    asked = time.perf_counter()
     answer = oracle.ask(Question(path=py_path), fresh=True)
+    verify_seconds = time.perf_counter() - asked
     report.replays["minimize: first bad (the minimized repro)"] = shell_line(
         oracle.command(Question(path=py_path))
     )
@@ -204,7 +206,7 @@ def _write_minimized(
         outputs_before=len(loaded.fusion.outputs), outputs=len(piece.outputs),
         repro_py=py_path, repro_yaml=yaml_path, verified=answer.failing,
         verification=answer.verdict.summary(), queries=result.queries + 1,
-        seconds=result.seconds, steps=result.steps,
+        seconds=result.seconds + verify_seconds, steps=result.steps,
     )
 
 
@@ -216,4 +218,33 @@ def _describe(value: object) -> str:
     return f"{dtype}[{', '.join(str(s) for s in shape)}]"
 
 
-__all__ = ["MODES", "BisectOptions", "bisect_path"]
+
+
+@dataclass(frozen=True, slots=True)
+class GitRange:
+    good: str
+    bad: str
+    repo: Path = Path(".")
+    command: str | None = None  # the oracle command; None: the commit's own fusecli run
+
+
+def run_bisect(
+    paths: list[Path],
+    options: BisectOptions,
+    git: GitRange | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> BisectReport | GitReport:
+    """What ``fusecli bisect`` does: a fusion's failure localized, or a git range bisected."""
+    if git is None:
+        if len(paths) != 1:
+            raise InputError(f"bisect takes one repro file, got {len(paths)} (with --git, "
+                             "several may follow --)")
+        return bisect_path(paths[0], options, progress)
+    from fusecli.bisect.gitbisect import GitOptions, git_bisect
+
+    if git.command is None and not paths:
+        raise InputError("--git needs repro files after -- (or an oracle --command)")
+    kind = "any" if options.kind == "auto" else options.kind
+    git_options = GitOptions(command=git.command, kind=kind, check_str=options.check_str,
+                             timeout=options.timeout)
+    return git_bisect(git.repo, git.good, git.bad, paths, git_options, Tracker(progress))

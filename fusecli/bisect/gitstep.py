@@ -34,6 +34,10 @@ def _last_line(text):
     return lines[-1] if lines else ""
 
 
+def _status(code, last):
+    return f"exit status {code}: {last}" if last else f"exit status {code}"
+
+
 def _run(command, spec, cwd, env):
     """(exit status or None, output, how it ended): "exit", "timeout" or "signal"."""
     shell = isinstance(command, str)
@@ -81,8 +85,8 @@ def classify(spec, code, output, ended):
     if spec["flavor"] == "fusecli":
         return _classify_fusecli(spec, code, last)
     if code == SKIP or code > 125:
-        return SKIP, "skip", f"exit status {code}: {last}"
-    return BAD, "bad", f"exit status {code}: {last}"
+        return SKIP, "skip", _status(code, last)
+    return BAD, "bad", _status(code, last)
 
 
 def _classify_fusecli(spec, code, last):
@@ -97,7 +101,7 @@ def _classify_fusecli(spec, code, last):
         return SKIP, "skip", f"bad input at this commit: {last}"
     if code == 4:
         return SKIP, "skip", f"missing environment: {last}"
-    return SKIP, "skip", f"exit status {code}: {last}"
+    return SKIP, "skip", _status(code, last)
 
 
 def step(spec):

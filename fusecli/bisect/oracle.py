@@ -4,9 +4,10 @@ A ``Target`` is the failure being chased, learned from the original's verdict: `
 mismatch against eager torch), ``crash`` (the same exception type and normalized message, or
 the ``--check-str`` text), ``hang`` (no answer within the timeout), or ``any`` failure.
 
-The ``Oracle`` answers questions. By default each one runs in a fresh interpreter
-(``python -m fusecli.bisect``) with a timeout, so a hang is a verdict of its own and a dying
-interpreter is caught; in-process answers are faster and serve tests. With ``repeat`` N a
+The ``Oracle`` answers questions. By default each one runs in a process of its own with a
+timeout, so a hang is a verdict of its own and a dying interpreter is caught: a child forked
+from a preloaded server, or a new ``python -m fusecli.bisect`` (``fusecli.bisect.fresh``).
+In-process answers are faster still and serve tests. With ``repeat`` N a
 question runs up to N times and fails as soon as one run fails: flaky failures are still
 found, and the original question runs all N times to say how flaky the failure is. Several
 questions run in parallel, up to ``jobs`` at a time.
@@ -16,15 +17,14 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
-import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusecli.bisect.check import FAILURES, Verdict, error_verdict, evaluate
+from fusecli.bisect.check import FAILURES, Verdict, evaluate, load_verdict
+from fusecli.bisect.fresh import can_fork, run_exec, zygotes
 from fusecli.bisect.questions import (
     BUNDLE_SUFFIX,
     Question,
@@ -35,7 +35,6 @@ from fusecli.bisect.questions import (
 from fusecli.pipeline import RunOptions
 
 KINDS = ("auto", "accuracy", "crash", "hang", "any")
-PHASE_LINE, VERDICT_LINE = "FUSECLI_PHASE ", "FUSECLI_VERDICT "
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +93,7 @@ class Oracle:
         workdir: Path,
         *,
         isolate: bool = True,
+        fork: bool = True,
         timeout: float = 120.0,
         repeat: int = 1,
         jobs: int = 1,
@@ -103,6 +103,7 @@ class Oracle:
         self.options = options
         self.workdir = Path(workdir)
         self.isolate = isolate
+        self.zygotes = zygotes(max(1, jobs)) if fork and can_fork() else None
         self.timeout = timeout
         self.repeat = max(1, repeat)
         self.jobs = max(1, jobs)
@@ -155,7 +156,7 @@ class Oracle:
             self.runs += 1
         if not (self.isolate or fresh):
             return self._run_here(question)
-        return self._run_child(question, answer)
+        return self._run_child(question, answer, fresh)
 
     # -- in this process ----------------------------------------------------------------------
 
@@ -167,8 +168,7 @@ class Oracle:
                                       seed=self.options.seed)
                 loaded = fusions[question.index]
             except Exception as error:
-                verdict = error_verdict(error, "load")
-                return verdict if verdict.status != "crash" else replace(verdict, status="invalid")
+                return load_verdict(error)
         return evaluate(loaded, self.options, question.segments)
 
     # -- in a fresh interpreter ---------------------------------------------------------------
@@ -181,10 +181,15 @@ class Oracle:
             write_bundle(question.loaded, source)
         return child_command(Path(source), question, self.options)
 
-    def _run_child(self, question: Question, answer: Answer) -> Verdict:
+    def _run_child(self, question: Question, answer: Answer, fresh: bool) -> Verdict:
+        """In a forked child of the preloaded server, or (``fresh``, or no fork here) in a new
+        interpreter: a hang is killed at the timeout, a death is a verdict."""
         if answer.command is None:
             answer.command = self.command(question)
-        return run_child(answer.command, self.timeout, self._child_env())
+        if self.zygotes is not None and not fresh:
+            return self.zygotes.run(answer.command[3:], self.timeout, self._child_env(),
+                                    answer.command, self.workdir)
+        return run_exec(answer.command, self.timeout, self._child_env())
 
     def _child_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -198,50 +203,3 @@ class Oracle:
         if question.path is None and answer.command is not None:
             Path(answer.command[3]).unlink(missing_ok=True)
             answer.command = None
-
-
-def run_child(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> Verdict:
-    """Run one child; its verdict, or what became of it (a hang, a dead interpreter)."""
-    process = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        start_new_session=True,  # its own process group, so a hang is killed whole
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        stdout, stderr = process.communicate()
-        phase = _last_phase(stdout)
-        return Verdict("hang", message=f"no answer within {timeout:g}s", phase=phase,
-                       seconds=timeout)
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(VERDICT_LINE):
-            return Verdict.from_json(line[len(VERDICT_LINE):])
-    return _death(process.returncode, stdout, stderr)
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _last_phase(stdout: str) -> str:
-    phases = [line[len(PHASE_LINE):].strip() for line in stdout.splitlines()
-              if line.startswith(PHASE_LINE)]
-    return phases[-1] if phases else "load"
-
-
-def _death(returncode: int, stdout: str, stderr: str) -> Verdict:
-    """A child that ended without a verdict: killed by a signal, or exited abruptly."""
-    if returncode < 0:
-        try:
-            cause = signal.Signals(-returncode).name
-        except ValueError:
-            cause = f"signal {-returncode}"
-    else:
-        cause = f"exit status {returncode}"
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    message = lines[-1].strip() if lines else f"the interpreter died ({cause})"
-    return Verdict("died", cause, message, _last_phase(stdout))

@@ -4,8 +4,7 @@
 ``define_scalar``, ``fd.ops.*``, ``add_output``), one table entry per op. The result is a
 definition like any user's: validated as it is built, with records, so it prints as an nvFuser
 repro and converts to YAML. Values that the replayed exprs read but do not compute become inputs
-of the new fusion; ``declare_input`` says how each is declared, from its IR type and an example
-value.
+of the new fusion, declared as ``fusecli.bisect.declare`` says.
 
 ``extents`` substitutes static sizes (512 -> 64) in input declarations and in shape arguments
 (``expand``, ``reshape``, ``full``, random shapes): that is how shrinking makes inputs smaller
@@ -18,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import torch
-
-from fusecli.frontend import FusionDefinition, compute_tensor_descriptor
+from fusecli.bisect.declare import declare_input
+from fusecli.frontend import FusionDefinition
 from fusecli.frontend.state import Scalar as ScalarState
 from fusecli.frontend.state import State
 from fusecli.ir.dtype import DataType
@@ -290,65 +288,6 @@ RULES: dict[OpType, Rule] = {
 # Not replayable: mma exists only inside the nvfuser-2024 segmenter's lowering of matmul, and
 # shape/at build no expr in the frontend (they return existing scalars).
 NOT_REPLAYABLE = frozenset(OpType) - frozenset(RULES)
-
-
-# -- inputs ------------------------------------------------------------------------------------
-
-
-def example_layout(tensor_view: TensorView, value: torch.Tensor) -> torch.Tensor:
-    """``value`` laid out as an input declared from ``tensor_view``: dense, broadcast
-    dimensions read once (stride 0 where expanded), in the stride order it had."""
-    logical = tensor_view.logical
-    base = value
-    for axis, domain in enumerate(logical):
-        if domain.is_broadcast and base.shape[axis] > 1:
-            base = base.narrow(axis, 0, 1)
-    strides = base.stride()
-    allocation = sorted(range(base.dim()), key=lambda axis: -strides[axis])
-    permuted = base.permute(allocation)
-    dense = torch.empty(permuted.shape, dtype=permuted.dtype, device=permuted.device)
-    dense.copy_(permuted)
-    restore = sorted(range(base.dim()), key=lambda position: allocation[position])
-    return dense.permute(restore).expand(value.shape)
-
-
-def declare_input(
-    fd: FusionDefinition,
-    value: Val,
-    example: object,
-    extents: Mapping[int, int],
-    declared: bool,
-) -> State:
-    """Define ``value`` as an input of ``fd``.
-
-    ``declared``: keep the declaration ``value`` had as an input of the original fusion (its
-    contiguity and stride order); otherwise contiguity and stride order are read off
-    ``example``. Static sizes come from the IR (through ``extents``), broadcast dimensions
-    stay broadcast, everything else is symbolic.
-    """
-    if isinstance(value, Scalar):
-        return fd.define_scalar(None, dtype=value.dtype)
-    if not isinstance(value, TensorView) or not isinstance(example, torch.Tensor):
-        raise RebuildError(f"cannot make {value!r} an input")
-    shape = []
-    for domain in value.logical:
-        extent = domain.extent
-        if domain.is_broadcast:
-            shape.append(1 if domain.expanded is None else -1)
-        elif isinstance(extent, int):
-            shape.append(extents.get(extent, extent))
-        else:
-            shape.append(-1)
-    if declared and value.contiguity:
-        contiguity, stride_order = list(value.contiguity), list(value.stride_order)
-    else:
-        _, contiguity, stride_order = compute_tensor_descriptor(
-            list(example.shape), list(example.stride())
-        )
-    return fd.define_tensor(
-        shape=shape, contiguity=contiguity, dtype=value.dtype, is_cpu=value.is_cpu,
-        stride_order=stride_order,
-    )
 
 
 # -- the whole replay ----------------------------------------------------------------------------

@@ -89,16 +89,20 @@ def repro_header(
 
 
 def write_repro(
-    loaded: Any, directory: Path, stem: str, header: Sequence[str]
-) -> tuple[Path, Path]:
-    """``directory/stem.py`` and ``directory/stem.yaml``, each with ``header`` on top."""
+    loaded: Any, directory: Path, stem: str, header: Sequence[str], *, yaml: bool = True
+) -> tuple[Path, Path | None]:
+    """``directory/stem.py`` and (with ``yaml``) ``directory/stem.yaml``, each with ``header``
+    on top."""
     from fusecli.load.convert import to_python, to_yaml
 
     directory.mkdir(parents=True, exist_ok=True)
     exact = replace(loaded, input_specs=exact_specs(loaded))
-    py_path, yaml_path = directory / f"{stem}.py", directory / f"{stem}.yaml"
-    lines = [*header, f"run it: fusecli run {py_path.name}  (or {yaml_path.name})"]
+    py_path = directory / f"{stem}.py"
+    yaml_path = directory / f"{stem}.yaml" if yaml else None
+    also = f"  (or {yaml_path.name})" if yaml_path else ""
+    lines = [*header, f"run it: fusecli run {py_path.name}{also}"]
     comment = "".join(f"# {line}\n" for line in lines)
     py_path.write_text(comment + to_python(exact), encoding="utf-8")
-    yaml_path.write_text(comment + to_yaml(exact), encoding="utf-8")
+    if yaml_path is not None:
+        yaml_path.write_text(comment + to_yaml(exact), encoding="utf-8")
     return py_path, yaml_path

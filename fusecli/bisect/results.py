@@ -86,6 +86,7 @@ class SegmentFinding:
     ir: str  # the segment alone, printed as nvFuser prints a fusion
     kernel_source: str | None  # generated CUDA, when an executor generated any
     kernel_note: str
+    kernel_file: Path | None = None
     repro: Path | None = None  # the segment alone, as a runnable repro
     fails_alone: bool | None = None
     queries: int = 0

@@ -48,7 +48,7 @@ def bisect_segments(
         tracker.update("segments", f"segments [{low}, {high}) of {len(segmented.segments)}")
         points = probes(low, high, oracle.jobs if oracle.isolate else 1)
         questions = [
-            replace(base, segments=k, label=f"segments 0..{k - 1} on {executor}") for k in points
+            replace(base, segments=k, label=_label(k, executor)) for k in points
         ]
         answers = oracle.ask_many(questions)
         for k, question, answer in zip(points, questions, answers):
@@ -60,6 +60,11 @@ def bisect_segments(
         passing = [k for k, answer in zip(points, answers) if not answer.failing and k < high]
         low = max([low, *passing])
     return high - 1, steps, (low, high)
+
+
+def _label(k: int, executor: str) -> str:
+    head = f"segment 0 on {executor}" if k == 1 else f"segments 0..{k - 1} on {executor}"
+    return f"{head}, the rest on the reference"
 
 
 def segment_selection(segment: Any) -> Selection:
@@ -81,17 +86,38 @@ def decisions_for(segmented: Any, segment: Any) -> list[SchedulerVerdict]:
     return [SchedulerVerdict(v.scheduler, v.accepted, v.reason) for v in entries[-1].verdicts]
 
 
+def kernel_for(
+    segmented: Any, segment: Any, inputs: list[Any], values: dict[int, object]
+) -> tuple[str | None, str]:
+    """The CUDA source the cupy executor generates for ``segment``, or why there is none."""
+    try:
+        from fusecli.codegen import Kernel, generate
+        from fusecli.segment.candidate import RuntimeInfo
+    except ImportError:
+        return None, "this fusecli has no kernel generator"
+    tensors = [values.get(value.uid) for value in segment.inputs]
+    try:
+        kernel = generate(segment, RuntimeInfo(segmented.fusion, inputs), tensors)
+    except Exception as error:  # the generator is under test too: report, do not fail
+        return None, f"the kernel generator failed: {type(error).__name__}: {error}"
+    if isinstance(kernel, Kernel):
+        return kernel.source, f"the cupy executor's kernel for this segment ({kernel.name})"
+    return None, f"no generated kernel: {getattr(kernel, 'reason', kernel)}"
+
+
 def find_segment(
     loaded: Any,
     base: Question,
+    replay: Question,
     slicer: Slicer | None,
     oracle: Oracle,
     tracker: Tracker,
     out_dir: Path,
     header: list[str],
 ) -> tuple[SegmentFinding, dict[str, str], Selection | None]:
-    """Bisect the segments of ``loaded``; the finding, replay commands, and the culprit's
-    selection (for minimization to start from) when the culprit fails alone."""
+    """Bisect the segments of ``loaded`` asking ``base`` questions; the finding, commands that
+    replay the last good and first bad step (``replay``: the file's question), and the
+    culprit's selection (for minimization to start from) when the culprit fails alone."""
     from fusecli.bisect.repro import write_repro
     from fusecli.ir.printer import print_fusion
     from fusecli.segment.segmenter import segment_fusion
@@ -102,19 +128,21 @@ def find_segment(
     index, steps, (last_good, first_bad) = bisect_segments(base, segmented, oracle, tracker)
     segment = segmented.segments[index]
     executor = executor_name(oracle.options.executor)
+    source, note = kernel_for(segmented, segment, loaded.inputs,
+                              slicer.values if slicer is not None else {})
     finding = SegmentFinding(
         index=index, count=len(segmented.segments), scheduler=segment.scheduler,
         ops=[e.op.value for e in segment.exprs], decisions=decisions_for(segmented, segment),
-        ir="", kernel_source=None,
-        kernel_note=f"segment {index} runs on the {executor} executor, which generates no "
-        "kernel source (fusecli/codegen has no CUDA generator yet)",
-        steps=steps,
+        ir="", kernel_source=source, kernel_note=f"ran on {executor}; {note}", steps=steps,
     )
+    if source is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        finding.kernel_file = out_dir / f"segment_{index}.cu"
+        finding.kernel_file.write_text(source, encoding="utf-8")
     replays = {}
-    if base.path is not None:
-        for name, k in (("last good", last_good), ("first bad", first_bad)):
-            question = replace(base, segments=k)
-            replays[f"segments: {name} (k={k})"] = shell_line(oracle.command(question))
+    for name, k in (("last good", last_good), ("first bad", first_bad)):
+        command = oracle.command(replace(replay, segments=k))
+        replays[f"segments: {name} (first {k} on the executor)"] = shell_line(command)
     selection = None
     if slicer is not None and segmented.fusion is loaded.fusion:
         tracker.update("segments", f"checking segment {index} alone")
@@ -124,10 +152,12 @@ def find_segment(
             finding.kernel_note += f"; no standalone repro: {error}"
         else:
             finding.ir = print_fusion(piece.loaded.fusion)
+            (out_dir / f"segment_{index}_ir.txt").write_text(finding.ir, encoding="utf-8")
             finding.repro, _ = write_repro(
-                piece.loaded, out_dir, f"segment_{index}", [*header, f"segment {index} alone"]
+                piece.loaded, out_dir, f"segment_{index}", [*header, f"segment {index} alone"],
+                yaml=False,
             )
-            answer = oracle.ask(Question(path=finding.repro), fresh=True)
+            answer = oracle.ask(Question(path=finding.repro))
             finding.fails_alone = answer.failing
             if answer.failing:
                 selection = piece.selection

@@ -13,13 +13,13 @@ it reads is available, else its value becomes a scalar input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
-from fusecli.bisect.rebuild import example_layout, rebuild
+from fusecli.bisect.declare import example_layout
+from fusecli.bisect.rebuild import rebuild
 from fusecli.ir.nodes import Expr, Fusion, FusionOutput, Scalar, TensorView, Val, Vector
 from fusecli.load.model import LoadedFusion
 
@@ -29,9 +29,6 @@ class Selection:
     exprs: frozenset[int]  # uids of kept tensor exprs
     outputs: tuple[int, ...] | None = None  # uids of output values; None: automatic
     extents: tuple[tuple[int, int], ...] = ()  # (old size, new size)
-
-    def without(self, uids: Sequence[int]) -> Selection:
-        return replace(self, exprs=self.exprs - frozenset(uids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +136,7 @@ class Slicer:
         read = {v.uid for e in kept for v in _operands(e)}
         for expr in kept:
             for value in expr.tensor_outputs():
-                if value.uid not in read and value.uid not in listed and _is_tensor_expr(expr):
+                if value.uid not in read and value.uid not in listed:
                     outputs.append(FusionOutput(value))
                     listed.add(value.uid)
         return outputs

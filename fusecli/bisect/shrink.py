@@ -26,7 +26,7 @@ def sizes_of(piece: Piece) -> list[int]:
     for value, example in zip(piece.inputs, piece.loaded.inputs):
         if isinstance(value, TensorView) and hasattr(example, "shape"):
             for domain, size in zip(value.logical, example.shape):
-                if not domain.is_broadcast:
+                if not domain.is_broadcast or domain.expanded is not None:
                     found.add(int(size))
     for expr in piece.exprs:
         if expr.op in _SHAPE_ARGUMENT_OPS:

@@ -29,20 +29,30 @@ from fusecli.cli.main import Context, guarded, warn_fault_injection
 @click.option("--no-tiebreak", is_flag=True,
               help="Do not run the float64 reference to excuse results closer to float64.")
 @click.option("-v", "--verbose", is_flag=True, help="Also show each fusion's inputs.")
+@click.option("--junit", type=click.Path(path_type=Path), default=None,
+              help="Also write a JUnit XML report here (one testcase per fusion).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes (one per GPU where there are GPUs).")
+@click.option("--shard", default=None, metavar="K/N",
+              help="Run only the K-th of N slices of the sorted file list (CI matrices).")
 @guarded
-def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose) -> int:
+def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose, junit,
+        jobs, shard) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
     Examples:
       fusecli run fusions/matmul_reshape_permute.py
       fusecli run fusions/ --json > report.json
+      fusecli run fusions/ --jobs 2 --shard 1/4 --junit results.xml
     """
     from rich.console import Console
 
-    from fusecli.pipeline import RunOptions, run_paths
+    from fusecli.corpus import cluster_failures, parse_shard, run_corpus
+    from fusecli.pipeline import RunOptions
     from fusecli.report.json_view import run_report_json
-    from fusecli.report.run_view import render_run
+    from fusecli.report.junit import write_junit
+    from fusecli.report.run_view import render_clusters, render_run
 
     warn_fault_injection()
     options = RunOptions(
@@ -50,13 +60,21 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
         float64_tiebreak=not no_tiebreak, debug=click.get_current_context().find_object(
             Context).debug,
     )
+    selected = parse_shard(shard)
     errors = Console(stderr=True)
     with errors.status("running...") as status:
-        report = run_paths(list(paths), options, progress=lambda p: status.update(f"running {p}"))
+        report = run_corpus(
+            list(paths), options, jobs=jobs, shard=selected,
+            progress=lambda p: status.update(f"running {p}"),
+        )
     for notice in sorted({n for f in report.fusions for n in f.notices}):
         errors.print(f"fusecli: note: {notice}", style="dim")
+    clusters = cluster_failures(report)
+    if junit is not None:
+        write_junit(report, junit)
     if as_json:
-        click.echo(run_report_json(report))
+        click.echo(run_report_json(report, clusters))
     else:
         render_run(report, Console(), errors, verbose=verbose)
+        render_clusters(clusters, Console())
     return report.exit_code

@@ -12,8 +12,8 @@ from typing import Any
 
 from fusecli.codegen.context import KernelContext, Sizes
 from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
-from fusecli.codegen.pointwise import build_pointwise
 from fusecli.codegen.reduction import build_reduction
+from fusecli.codegen.transpose import build_transpose
 
 # Schedulers whose segments run on ATen by design (matmuls and attention through cuBLAS and
 # cuDNN, as nvFuser's expr_eval does), and those with a generator here.
@@ -30,7 +30,7 @@ def generate(segment: Any, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | Unsu
         ctx = KernelContext(segment, sizes, inputs)
         if segment.candidate.reduction_exprs:
             return build_reduction(ctx, name)
-        return build_pointwise(ctx, name)
+        return build_transpose(ctx, name)  # the pointwise kernel unless an input is transposed
     except UnsupportedError as error:
         return Unsupported(error.reason)
 

@@ -48,6 +48,8 @@ class Emitter:
         self.lane = 0  # the vector lane being emitted, substituted for LANE
         self.reduced: dict[int, tuple[str, tuple[str, ...]]] = {}  # uid -> (C name, row index)
         self.vector_accesses: set[str] = set()  # pointers read or written a vector at a time
+        # Inputs parked in shared memory: uid -> the tile element at an index, or None.
+        self.staged: dict[int, Callable[[tuple[Index, ...]], str | None]] = {}
         self._scopes: list[dict[object, str]] = [{}]
         self._names: set[str] = set()
 
@@ -109,7 +111,11 @@ class Emitter:
         found = self.recall(key)
         if found is not None:
             return found
-        if self.ctx.candidate.is_input(tensor):
+        staged = self.staged.get(tensor.uid)
+        result = staged(index) if staged else None
+        if result is not None:
+            pass
+        elif self.ctx.candidate.is_input(tensor):
             result = self._load_input(tensor, index)
         else:
             expr = self.ctx.candidate.definition(tensor)

@@ -31,10 +31,6 @@ class Index:
     def without(self, term: str) -> Index:
         return Index(tuple(t for t in self.terms if t[0] != term), self.const)
 
-    @property
-    def is_constant(self) -> bool:
-        return not self.terms
-
     def mentions(self, text: str) -> bool:
         return any(text in term for term, _ in self.terms)
 

@@ -9,6 +9,7 @@ shape) get a loop of their own in the same kernel.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fusecli.codegen import cdtypes
@@ -61,9 +62,9 @@ def build_pointwise(ctx: KernelContext, name: str) -> Kernel:
     return Kernel(name, source, (grid, 1, 1), (BLOCK, 1, 1), 0, ctx.params(), summary)
 
 
-def lane_count(ctx: KernelContext, inner_size: int) -> int:
-    """16 bytes of the widest type the segment reads or writes, dividing the inner extent."""
-    widest = max(cdtypes.itemsize(t.dtype) for t in (*ctx.segment.inputs, *ctx.segment.outputs))
+def lane_count(tensors: Sequence[TensorView], inner_size: int) -> int:
+    """16 bytes of the widest type of ``tensors``, dividing the inner extent."""
+    widest = max((cdtypes.itemsize(t.dtype) for t in tensors), default=1)
     lanes = max(1, min(MAX_LANES, 16 // widest))
     while lanes > 1 and inner_size % lanes:
         lanes //= 2
@@ -71,9 +72,14 @@ def lane_count(ctx: KernelContext, inner_size: int) -> int:
 
 
 def loop_positions(ctx: KernelContext, tensor: TensorView, reference: TensorView,
-                   ) -> tuple[int | None, ...] | None:
+                   by_size: bool = False) -> tuple[int | None, ...] | None:
     """For each dim of ``tensor``, the dim of ``reference`` that is the same loop (None for a
-    size-1 dim); None if a dim has no such loop or the sizes differ."""
+    size-1 dim); None if a dim has no such loop or the sizes differ.
+
+    With ``by_size``, a dim with no such loop (an expanded broadcast, say) takes a free loop
+    dim of its size: fine for deciding where an output is stored, since its values are computed
+    at whatever index it is stored at, but not for which dims a reduction reduces.
+    """
     dims = ctx.candidate.dims
     shape, reference_shape = ctx.shape(tensor), ctx.shape(reference)
     if tensor is reference:
@@ -84,12 +90,12 @@ def loop_positions(ctx: KernelContext, tensor: TensorView, reference: TensorView
         if size == 1:
             positions.append(None)
             continue
-        matches = [p for p, c in enumerate(reference_classes)
-                   if c == dims.class_of(tensor, position) and reference_shape[p] == size
-                   and p not in positions]
-        if not matches:
+        free = [p for p, other in enumerate(reference_shape) if other == size
+                and p not in positions]
+        same = [p for p in free if reference_classes[p] == dims.class_of(tensor, position)]
+        if not same and not (by_size and free):
             return None
-        positions.append(matches[0])
+        positions.append((same or free)[0])
     return tuple(positions)
 
 
@@ -107,12 +113,13 @@ def _nests(ctx: KernelContext) -> list[Nest]:
         needed = {p for p, size in enumerate(shape) if size > 1}
         covered, rest = [], []
         for tensor in pending:
-            positions = loop_positions(ctx, tensor, reference)
+            positions = loop_positions(ctx, tensor, reference, by_size=True)
             if positions is not None and {p for p in positions if p is not None} == needed:
                 covered.append((tensor, positions))
             else:
                 rest.append(tensor)
-        lanes = lane_count(ctx, shape[-1] if shape else 1)
+        moved = (*ctx.segment.inputs, *ctx.segment.outputs)
+        lanes = lane_count(moved, shape[-1] if shape else 1)
         nests.append(Nest(shape, tuple(covered), lanes))
         pending = rest
     return nests

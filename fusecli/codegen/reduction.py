@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusecli.codegen import cdtypes
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
 from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contiguous_strides, scale
@@ -89,10 +88,12 @@ def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
     row_shape, reduced_shape = shape[:first_reduced], shape[first_reduced:]
     rows = _product(row_shape)
     row_size = _product(reduced_shape)
-    lanes = lane_count(ctx, reduced_shape[-1] if reduced_shape else 1)
+    per_element = [t for t in (*ctx.segment.inputs, *ctx.segment.outputs)
+                   if ctx.numel(t) >= row_size]  # row-only outputs do not move per element
+    lanes = lane_count(per_element, reduced_shape[-1] if reduced_shape else 1)
     vectors = row_size // lanes
     threads = min(1024, _next_power_of_two(-(-vectors // 2)))
-    rows_per_block = max(1, ROWS_BLOCK // threads) if threads < 32 else 1
+    rows_per_block = max(1, ROWS_BLOCK // threads) if threads <= 32 else 1
     slots = -(-vectors // threads)
     persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
     return RowPlan(rows, row_size, row_shape, reduced_shape, lanes, threads, rows_per_block,
@@ -107,7 +108,7 @@ def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
     all_dims = {p for p, size in enumerate(shape) if size > 1}
     found = []
     for tensor in ctx.segment.outputs:
-        positions = loop_positions(ctx, tensor, reference)
+        positions = loop_positions(ctx, tensor, reference, by_size=True)
         mapped = {p for p in positions or () if p is not None}
         if positions is not None and mapped == all_dims:
             found.append((tensor, positions, True))
@@ -138,10 +139,12 @@ class _Body:
         for ctype in sorted({a.ctype for a in accumulators(self.ctx)}):
             if plan.threads > 32:
                 e.line(f"__shared__ {ctype} scratch_{_word(ctype)}[32];")
-        e.line(f"const int thread = threadIdx.x % {plan.threads};  // the thread's place in its row")
-        first = "blockIdx.x * (index_t)" + str(plan.rows_per_block)
+        e.line(f"const int thread = threadIdx.x % {plan.threads};  // its place in the row")
+        rows = plan.rows_per_block
+        first = f"(index_t)blockIdx.x * {rows}" if rows > 1 else "(index_t)blockIdx.x"
+        step = f"(index_t)gridDim.x * {rows}" if rows > 1 else "(index_t)gridDim.x"
         header = (f"for (index_t row_base = {first}; row_base < {plan.rows}; "
-                  f"row_base += (index_t)gridDim.x * {plan.rows_per_block})")
+                  f"row_base += {step})")
         with e.block(header):
             self._rows()
             slots = self._slots() if plan.persistent else []

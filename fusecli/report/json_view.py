@@ -35,6 +35,13 @@ def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
     }
 
 
-def run_report_json(report: RunReport) -> str:
-    document = {"ok": report.ok, "fusions": [fusion_record(f) for f in report.fusions]}
+def run_report_json(report: RunReport, clusters: list | None = None) -> str:
+    """``{"ok", "fusions"}``, plus ``clusters`` (failures grouped by signature) when given."""
+    document: dict[str, Any] = {
+        "ok": report.ok, "fusions": [fusion_record(f) for f in report.fusions]
+    }
+    if clusters is not None:
+        from fusecli.report.run_view import clusters_record
+
+        document["clusters"] = clusters_record(clusters)
     return json.dumps(document, indent=2, allow_nan=False)

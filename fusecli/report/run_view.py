@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from fusecli.corpus import Cluster
 from fusecli.pipeline import FusionOutcome, RunReport
 
 _STATUS_STYLE = {"pass": "bold green", "mismatch": "bold red", "error": "bold yellow"}
@@ -101,3 +104,24 @@ def render_run(
         (f"{counts['error']} errors", "yellow" if counts["error"] else ""),
     )
     console.print(summary)
+
+
+def render_clusters(clusters: list[Cluster], console: Console, shown: int = 5) -> None:
+    """Failures grouped by signature: count, signature, the first few members."""
+    if not clusters:
+        return
+    table = Table(title="failures by signature", title_justify="left", show_edge=False,
+                  pad_edge=False)
+    for column in ("count", "signature", "fusions"):
+        table.add_column(column, overflow="fold")
+    for cluster in clusters:
+        members = ", ".join(cluster.members[:shown])
+        if cluster.count > shown:
+            members += f", ... ({cluster.count - shown} more)"
+        table.add_row(str(cluster.count), cluster.signature, members)
+    console.print(table)
+
+
+def clusters_record(clusters: list[Cluster]) -> list[dict[str, Any]]:
+    return [{"signature": c.signature, "count": c.count, "fusions": list(c.members)}
+            for c in clusters]

@@ -87,16 +87,20 @@ def cupy_available() -> str | None:
 class CupyExecutor:
     name = "cupy"
 
-    def __init__(self, *, strict: bool = False, synchronize: bool = False,
+    def __init__(self, *, strict: bool = False, synchronize: bool = False, poison: bool = False,
                  cache_dir: str | Path | None = None) -> None:
-        missing = cupy_available()
-        if missing:
-            raise MissingEnvironmentError(f"the cupy executor is not available: {missing}")
+        self._check_environment()
         self.strict = strict
         self.synchronize = synchronize
+        self.poison = poison  # fill outputs before each launch: unwritten elements show
         self.modules = ModuleCache(cache_dir)
         self._prepared: dict[tuple, tuple[Any, _Prepared | FallbackReason]] = {}
         self._streams: dict[int, _Stream] = {}
+
+    def kernels(self) -> list[Kernel]:
+        """Every kernel generated so far."""
+        return [entry.kernel for _, entry in self._prepared.values()
+                if isinstance(entry, _Prepared)]
 
     def run_segment(self, segment: Any, env: MutableMapping[int, object],
                     ctx: ExecutionContext) -> SegmentOutcome:
@@ -117,20 +121,21 @@ class CupyExecutor:
     def execute_segment(self, segment: Any, env: MutableMapping[int, object],
                         ctx: ExecutionContext,
                         ) -> tuple[dict[int, torch.Tensor], Kernel] | FallbackReason:
-        faulty = sorted({e.op.value for e in segment.exprs} & ctx.faults)
-        if faulty:
-            return FallbackReason(f"fault injection names {', '.join(faulty)}")
+        if ctx.faults:  # injected faults are computed wrongly by the ATen executor
+            faulty = sorted({e.op.value for e in segment.exprs} & ctx.faults)
+            if faulty:
+                return FallbackReason(f"fault injection names {', '.join(faulty)}")
         try:
             inputs = [env[value.uid] for value in segment.inputs]
         except KeyError:
             return FallbackReason("an input of the segment has not been computed")
-        device = _cuda_device(inputs, ctx)
+        device = self._device(inputs, ctx)
         if device is None:
             return FallbackReason("the segment's tensors are not on a CUDA device")
         prepared = self._prepare(segment, env, ctx, inputs, device)
         if isinstance(prepared, FallbackReason):
             return prepared
-        values, outputs = kernel_arguments(prepared.kernel, env, ctx, device)
+        values, outputs = kernel_arguments(prepared.kernel, env, ctx, device, self.poison)
         self._launch(segment, prepared, values, device)
         return outputs, prepared.kernel
 
@@ -145,11 +150,34 @@ class CupyExecutor:
             prepared: _Prepared | FallbackReason = FallbackReason(kernel.reason)
         else:
             try:
-                prepared = _Prepared(kernel, self.modules.function(kernel, device))
+                prepared = _Prepared(kernel, self._load(kernel, device))
             except CompileError as error:
                 prepared = FallbackReason(f"the kernel failed to compile: {error}")
+            except Exception as error:  # CuPy could not load the CUBIN on this device
+                prepared = FallbackReason(
+                    f"the kernel failed to load: {type(error).__name__}: {error}"
+                )
         self._prepared[key] = (segment.candidate, prepared)
         return prepared
+
+    # -- where kernels meet the device (a test replaces these four with the CPU emulator) ------
+
+    def _check_environment(self) -> None:
+        missing = cupy_available()
+        if missing:
+            raise MissingEnvironmentError(f"the cupy executor is not available: {missing}")
+
+    def _device(self, inputs: Sequence[Any], ctx: ExecutionContext) -> torch.device | None:
+        """The CUDA device the segment runs on; None when its tensors are elsewhere."""
+        for value in inputs:
+            if isinstance(value, torch.Tensor) and value.device.type == "cuda":
+                return value.device
+        device = torch.device(ctx.device)
+        dimensioned_elsewhere = any(isinstance(v, torch.Tensor) and v.dim() > 0 for v in inputs)
+        return device if device.type == "cuda" and not dimensioned_elsewhere else None
+
+    def _load(self, kernel: Kernel, device: torch.device) -> Any:
+        return self.modules.function(kernel, device)
 
     def _launch(self, segment: Any, prepared: _Prepared, values: list[Any],
                 device: torch.device) -> None:
@@ -168,7 +196,8 @@ class CupyExecutor:
             ) from error
 
     def _stream(self, device: torch.device) -> _Stream:
-        pointer = torch._C._cuda_getCurrentRawStream(device.index)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        pointer = torch._C._cuda_getCurrentRawStream(index)
         stream = self._streams.get(pointer)
         if stream is None:
             stream = self._streams[pointer] = _Stream(pointer)
@@ -198,8 +227,10 @@ def execute_segment_cupy(segment: Any, env: MutableMapping[int, object], ctx: Ex
 
 
 def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: ExecutionContext,
-                     device: torch.device) -> tuple[list[Any], dict[int, torch.Tensor]]:
-    """The values of ``kernel``'s parameters (tensors, packed numbers) and its new outputs."""
+                     device: torch.device, poison: bool = False,
+                     ) -> tuple[list[Any], dict[int, torch.Tensor]]:
+    """The values of ``kernel``'s parameters (tensors, packed numbers) and its new outputs,
+    filled with NaN (all ones for integers) when ``poison``."""
     values: list[Any] = []
     outputs: dict[int, torch.Tensor] = {}
     for param in kernel.args:
@@ -207,6 +238,8 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
             values.append(env[param.value.uid])
         elif param.kind is ArgKind.OUTPUT:
             tensor = torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device)
+            if poison:
+                poison_tensor(tensor)
             outputs[param.value.uid] = tensor
             values.append(tensor)
         elif param.kind is ArgKind.HOST_VALUE:
@@ -217,6 +250,14 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
             number = source.item() if isinstance(source, torch.Tensor) else source
             values.append(_PACK[param.ctype](number))
     return values, outputs
+
+
+def poison_tensor(tensor: torch.Tensor) -> None:
+    """NaN for floating types, every bit set otherwise (True for bool, -1 for signed ints)."""
+    if tensor.is_floating_point():
+        tensor.fill_(float("nan"))
+    else:
+        tensor.view(-1).view(torch.uint8).fill_(1 if tensor.dtype is torch.bool else 0xFF)
 
 
 def _host_values(param: Any, env: MutableMapping[int, object], ctx: ExecutionContext,
@@ -291,7 +332,8 @@ class ModuleCache:
             os.replace(handle.name, path)  # atomic: concurrent writers leave one whole file
         with cupy.cuda.Device(device.index or 0):
             raw = cupy.RawModule(path=str(path)).get_function(kernel.name)
-            return raw.kernel  # the loaded function: calling it skips RawKernel's lookups
+            # The loaded function itself: calling it skips RawKernel's per-call lookups.
+            return getattr(raw, "kernel", raw)
 
 
 def cache_key(source: str, arch: str) -> str:
@@ -306,12 +348,3 @@ def _layout_key(value: Any) -> tuple:
     address = value.data_ptr()
     return (value.dtype, value.device.type, tuple(value.shape), value.stride(),
             address % 16, address == 0)
-
-
-def _cuda_device(inputs: Sequence[Any], ctx: ExecutionContext) -> torch.device | None:
-    for value in inputs:
-        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
-            return value.device
-    device = torch.device(ctx.device)
-    return device if device.type == "cuda" and not any(
-        isinstance(v, torch.Tensor) and v.dim() > 0 for v in inputs) else None

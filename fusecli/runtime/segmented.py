@@ -65,7 +65,7 @@ def execute_segmented(
     for segment in segmented.segments:
         scalars.run_ready()
         started = time.perf_counter()
-        runner.run_exprs(segment.exprs, env, ctx)
+        runner.run_exprs(scalars.with_scalars(segment.exprs), env, ctx)
         runs.append(
             SegmentRun(
                 segment.id, segment.scheduler, runner.name,
@@ -77,11 +77,31 @@ def execute_segmented(
 
 
 class _ScalarQueue:
-    """Scalar exprs, each run once everything it reads is in the environment."""
+    """Scalar exprs: each runs once everything it reads is in the environment, or inside the
+    segment that computes what it reads (a size() of a tensor made in that segment)."""
 
     def __init__(self, exprs: Sequence[Expr], runner: Any, env: dict, ctx: Any) -> None:
+        self.position = {e.uid: i for i, e in enumerate(exprs)}
         self.pending = [e for e in exprs if not any(isinstance(o, TensorView) for o in e.outputs)]
+        self.producer = {o.uid: e for e in self.pending for o in e.outputs}
         self.runner, self.env, self.ctx = runner, env, ctx
+
+    def with_scalars(self, exprs: Sequence[Expr]) -> list[Expr]:
+        """``exprs`` plus the pending scalar exprs they need, in fusion order."""
+        needed: dict[int, Expr] = {}
+        stack = [v for e in exprs for v in _operands(e)]
+        while stack:
+            value = stack.pop()
+            producer = self.producer.get(value.uid)
+            if producer is None or producer.uid in needed or value.uid in self.env:
+                continue
+            needed[producer.uid] = producer
+            stack.extend(_operands(producer))
+        if not needed:
+            return list(exprs)
+        self.pending = [e for e in self.pending if e.uid not in needed]
+        merged = [*exprs, *needed.values()]
+        return sorted(merged, key=lambda e: self.position[e.uid])
 
     def _ready(self, expr: Expr) -> bool:
         for value in expr.inputs:
@@ -100,6 +120,13 @@ class _ScalarQueue:
                     self.runner.run_exprs([expr], self.env, self.ctx)
                     self.pending.remove(expr)
                     progressed = True
+
+
+def _operands(expr: Expr) -> list[Any]:
+    found = []
+    for value in expr.inputs:
+        found.extend(value.elements if isinstance(value, Vector) else (value,))
+    return found
 
 
 def run_fusion(

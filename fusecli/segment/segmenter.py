@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fusecli.ir.nodes import Expr, Fusion, TensorView
+from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
@@ -126,7 +126,8 @@ class Segmenter:
             producer = self.graph.producer.get(value.uid)
             if producer is not None and producer.uid not in live:
                 live.add(producer.uid)
-                stack.extend(producer.inputs)
+                for operand in producer.inputs:  # a shape vector's scalars are read too
+                    stack.extend(operand.elements if isinstance(operand, Vector) else (operand,))
         return live
 
     def _initial_groups(self, tensor_exprs: list[Expr]) -> None:

@@ -1,0 +1,122 @@
+"""``fusecli bisect PATH``: localize a failure to a segment, a minimal repro, or a commit."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import click
+
+from fusecli.cli.main import Context, guarded, warn_fault_injection
+
+_KINDS = ["auto", "accuracy", "crash", "hang", "any"]
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--git", "git_range", nargs=2, default=None, metavar="GOOD BAD",
+              help="Bisect the commits between GOOD and BAD instead; repro files follow --.")
+@click.option("--repo", type=click.Path(path_type=Path), default=Path("."), show_default=True,
+              help="With --git: the checkout to bisect (fusecli, or what --command runs).")
+@click.option("--command", "oracle_command", default=None, metavar="CMD",
+              help="With --git: the oracle, a shell command run at each commit with the "
+              "checkout first on PYTHONPATH ({paths} becomes the repro files). Default: the "
+              "commit's own `fusecli run PATH...`.")
+@click.option("--kind", type=click.Choice(_KINDS), default="auto", show_default=True,
+              help="The failure to chase; auto: what the original shows (with --git: any).")
+@click.option("--check-str", default=None,
+              help="A failure counts only when its message contains this text.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
+              show_default=True, help="Seconds per question; longer is a hang.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run each question up to N times, to catch and report flaky failures.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Questions asked in parallel.")
+@click.option("--mode", type=click.Choice(["all", "segments", "minimize"]), default="all",
+              show_default=True, help="Segment bisection, op-level minimization, or both.")
+@click.option("--no-shrink", is_flag=True, help="Do not shrink input sizes.")
+@click.option("--max-queries", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Stop minimizing after this many questions (the smallest so far is kept).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Folder for repros and replay files (default: a new temporary folder).")
+@click.option("--in-process", is_flag=True,
+              help="Ask questions in this process: faster, but a crash or hang is fatal.")
+@click.option("--no-fork", is_flag=True,
+              help="Start each question's interpreter from scratch (about 1.5 s each) "
+              "instead of forking it from a preloaded one.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--executor", type=click.Choice(["auto", "aten", "cupy"]), default="auto",
+              show_default=True, help="The executor under test.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True, help="Where scripts' CUDA tensors go.")
+@click.option("--rules", type=click.Choice(["nvfuser", "nvfuser-2024"]), default="nvfuser",
+              show_default=True, help="Rule profile the segmenter uses.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed for scripts' random inputs and for unseeded random ops.")
+@click.option("--rtol", type=float, default=None, help="Override the relative tolerance.")
+@click.option("--atol", type=float, default=None, help="Override the absolute tolerance.")
+@click.option("--no-tiebreak", is_flag=True,
+              help="Do not run the float64 reference to excuse results closer to float64.")
+@guarded
+def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, repeat, jobs, mode,
+           no_shrink, max_queries, output, in_process, no_fork, as_json, executor, device, rules,
+           seed, rtol, atol, no_tiebreak) -> int:
+    """Localize a failure: the first diverging segment, then the smallest repro that fails.
+
+    Every question runs in a process of its own with a timeout (forked from a preloaded
+    interpreter). The minimized repro is written as Python and YAML to the output folder and
+    checked to fail alone in a new interpreter.
+
+    \b
+    Examples:
+      FUSECLI_INJECT_FAULT=exp fusecli bisect fusions/softmax.yaml -o out/
+      fusecli bisect repro.py --kind crash --check-str "illegal memory access"
+      fusecli bisect --git v0.3 HEAD --repo ~/fusecli -- repro.py
+      fusecli bisect --git good bad --command 'python -m mypkg.check {paths}' -- repro.py
+
+    \b
+    Exit codes: 0 localized, 1 the failure did not reproduce, 2 bad input or usage,
+                3 not localized (the repro does not fail alone; only untestable commits),
+                4 missing environment.
+    """
+    from rich.console import Console
+
+    from fusecli.bisect.driver import BisectOptions, GitRange, run_bisect
+    from fusecli.bisect.results import GitReport
+    from fusecli.errors import InputError
+    from fusecli.pipeline import RunOptions
+    from fusecli.report.bisect_view import (
+        bisect_json,
+        git_json,
+        progress_text,
+        render_bisect,
+        render_git,
+    )
+    from fusecli.runtime.faults import FaultInjectionWarning
+
+    if git_range is None and (oracle_command is not None or repo != Path(".")):
+        raise InputError("--command and --repo go with --git GOOD BAD")
+    warn_fault_injection()  # said once here; the library's warning would repeat it
+    warnings.filterwarnings("ignore", category=FaultInjectionWarning)
+    debug = click.get_current_context().find_object(Context).debug
+    run_options = RunOptions(
+        executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
+        float64_tiebreak=not no_tiebreak, debug=debug,
+    )
+    options = BisectOptions(
+        run=run_options, kind=kind, check_str=check_str, timeout=timeout, repeat=repeat,
+        jobs=jobs, isolate=not in_process, fork=not no_fork, mode=mode, shrink=not no_shrink,
+        max_queries=max_queries, output=output,
+    )
+    git = None if git_range is None else GitRange(*git_range, repo=repo, command=oracle_command)
+    errors = Console(stderr=True)
+    with errors.status("bisect: starting") as status:
+        report = run_bisect(list(paths), options, git,
+                            progress=lambda p: status.update(progress_text(p)))
+    if as_json:
+        click.echo(git_json(report) if isinstance(report, GitReport) else bisect_json(report))
+    elif isinstance(report, GitReport):
+        render_git(report, Console())
+    else:
+        render_bisect(report, Console())
+    return report.exit_code

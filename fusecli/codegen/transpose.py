@@ -1,0 +1,177 @@
+"""Transpose kernels: tiles staged through shared memory so that both sides stay coalesced.
+
+An input whose contiguous dimension is not the loop's innermost (the output's) is read a
+32 x 32 tile at a time with consecutive threads along *its* contiguous dimension, parked in
+shared memory, and read back transposed while the outputs are computed with consecutive
+threads along the output's. Everything else is computed as in a pointwise kernel; a read of the
+staged input at any other index than the tile's (after a reshape, say) goes to global memory as
+usual. Segments that do not fit (a tile would not divide the two dimensions, several output
+shapes) get the pointwise kernel instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusecli.codegen import cdtypes
+from fusecli.codegen.context import KernelContext
+from fusecli.codegen.emitter import Emitter
+from fusecli.codegen.indexing import Index, IndexSpace, add, const, contiguous_strides
+from fusecli.codegen.kernel import Kernel
+from fusecli.codegen.pointwise import build_pointwise, loop_positions
+from fusecli.codegen.source import assemble, index_type_for, store
+from fusecli.ir.nodes import TensorView
+
+TILE = 32
+ROWS = 8  # thread rows per block: each thread takes TILE / ROWS rows of a tile
+MAX_BLOCKS = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class TilePlan:
+    shape: tuple[int, ...]  # the loop: the largest output's shape
+    inner: int  # the loop dim the outputs are contiguous in
+    across: int  # the loop dim the staged inputs are contiguous in
+    staged: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
+    outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
+
+    @property
+    def tiles(self) -> int:
+        total = 1
+        for dim, size in enumerate(self.shape):
+            total *= size // TILE if dim in (self.inner, self.across) else size
+        return total
+
+
+def build_transpose(ctx: KernelContext, name: str) -> Kernel:
+    plan = _plan(ctx)
+    if plan is None:
+        return build_pointwise(ctx, name)
+    grid = max(1, min(plan.tiles, MAX_BLOCKS))
+    emitter = Emitter(ctx, IndexSpace())
+    _emit(emitter, plan)
+    index_type = index_type_for(ctx, plan.tiles + grid)
+    staged = ", ".join(ctx.name(t) for t, _ in plan.staged)
+    bits = 32 if index_type == "int" else 64
+    summary = (
+        f"transpose: loop {list(plan.shape)}, {plan.tiles} tiles of {TILE}x{TILE} over dims "
+        f"{plan.across} and {plan.inner}; {staged} staged through shared memory; block "
+        f"{TILE * ROWS} ({TILE} x {ROWS}, {TILE // ROWS} rows per thread), grid {grid} "
+        f"(grid-stride over tiles); {bits}-bit indexing"
+    )
+    source = assemble(ctx, name, TILE * ROWS, emitter.lines, index_type, summary)
+    shared = sum(TILE * (TILE + 1) * 8 for _ in plan.staged)
+    return Kernel(name, source, (grid, 1, 1), (TILE * ROWS, 1, 1), 0, ctx.params(),
+                  summary + f"; static shared memory up to {shared} bytes")
+
+
+def _plan(ctx: KernelContext) -> TilePlan | None:
+    outputs = sorted(ctx.segment.outputs, key=lambda t: -ctx.numel(t))
+    reference = outputs[0]
+    shape = ctx.shape(reference)
+    needed = {p for p, size in enumerate(shape) if size > 1}
+    mapped = []
+    for tensor in outputs:
+        positions = loop_positions(ctx, tensor, reference, by_size=True)
+        if positions is None or {p for p in positions if p is not None} != needed:
+            return None
+        mapped.append((tensor, positions))
+    inner = max(needed, default=None)
+    if inner is None or shape[inner] % TILE:
+        return None
+    staged, across = [], None
+    for tensor in ctx.segment.inputs:
+        layout = ctx.layouts[tensor.uid]
+        positions = loop_positions(ctx, tensor, reference)
+        if layout.host_scalar or positions is None:
+            continue
+        contiguous = [d for d, (size, stride) in enumerate(zip(ctx.shape(tensor), layout.strides))
+                      if stride == 1 and size > 1]
+        if not contiguous or positions[contiguous[0]] in (None, inner):
+            continue
+        if across not in (None, positions[contiguous[0]]):
+            continue
+        across = positions[contiguous[0]]
+        staged.append((tensor, positions))
+    if across is None or shape[across] % TILE:
+        return None
+    return TilePlan(shape, inner, across, tuple(staged), tuple(mapped))
+
+
+def _emit(emitter: Emitter, plan: TilePlan) -> None:
+    e = emitter
+    for tensor, _ in plan.staged:
+        e.line(f"__shared__ {cdtypes.register_type(tensor.dtype)} "
+               f"tile_{e.ctx.name(tensor)}[{TILE}][{TILE + 1}];  // +1: no bank conflicts")
+    e.line(f"const int column = threadIdx.x % {TILE}, row = threadIdx.x / {TILE};")
+    header = (f"for (index_t tile = blockIdx.x; tile < {plan.tiles}; "
+              "tile += (index_t)gridDim.x)")
+    with e.block(header):
+        corner = _tile_corner(e, plan)
+        column = e.space.var("column", 0, TILE - 1)
+        for step in range(TILE // ROWS):
+            row = add(e.space.var("row", 0, ROWS - 1), const(step * ROWS))
+            point = _point(corner, plan, {plan.inner: row, plan.across: column})
+            for tensor, positions in plan.staged:
+                value = e.value(tensor, _at(point, positions))
+                e.line(f"tile_{e.ctx.name(tensor)}[{e.text(row)}][column] = {value};")
+        e.line("__syncthreads();")
+        for tensor, positions in plan.staged:
+            e.staged[tensor.uid] = _reader(e, plan, corner, tensor, positions)
+        for step in range(TILE // ROWS):
+            row = add(e.space.var("row", 0, ROWS - 1), const(step * ROWS))
+            point = _point(corner, plan, {plan.inner: column, plan.across: row})
+            values = [(t, p, e.value(t, _at(point, p))) for t, p in plan.outputs]
+            for tensor, positions, value in values:
+                store(e, tensor, _at(point, positions), [value])
+        e.staged.clear()
+        e.line("__syncthreads();  // the tile is refilled next")
+
+
+def _tile_corner(e: Emitter, plan: TilePlan) -> dict[int, Index]:
+    """The loop coordinates of the tile's first element, per loop dim."""
+    sizes = [size // TILE if dim in (plan.inner, plan.across) else size
+             for dim, size in enumerate(plan.shape)]
+    tile = e.space.var("tile", 0, plan.tiles - 1)
+    corner: dict[int, Index] = {}
+    for dim, (count, stride) in enumerate(zip(sizes, contiguous_strides(tuple(sizes)))):
+        if plan.shape[dim] == 1:
+            continue
+        position = e.space.remainder(e.space.divide(tile, stride), count)
+        tiled = dim in (plan.inner, plan.across)
+        name = e.bind("index_t", f"first{dim}" if tiled else f"i{dim}",
+                      f"({position.text()}) * {TILE}" if tiled else position.text())
+        high = plan.shape[dim] - (TILE if tiled else 1)
+        corner[dim] = e.space.var(name, 0, high)
+    return corner
+
+
+def _point(corner: dict[int, Index], plan: TilePlan, within: dict[int, Index]
+           ) -> tuple[Index, ...]:
+    return tuple(
+        add(corner[dim], within[dim]) if dim in within else corner.get(dim, const(0))
+        for dim in range(len(plan.shape))
+    )
+
+
+def _at(point: tuple[Index, ...], positions: tuple[int | None, ...]) -> tuple[Index, ...]:
+    return tuple(const(0) if p is None else point[p] for p in positions)
+
+
+def _reader(e: Emitter, plan: TilePlan, corner: dict[int, Index], tensor: TensorView,
+            positions: tuple[int | None, ...]):
+    """Where the staged ``tensor`` at an index is found in its tile, if the index is the
+    tile's point of this thread (inner = column, across = row)."""
+    def read(index: tuple[Index, ...]) -> str | None:
+        requested = tuple(e.text(i) for i in index)
+        for step in range(TILE // ROWS):
+            row = add(e.space.var("row", 0, ROWS - 1), const(step * ROWS))
+            column = e.space.var("column", 0, TILE - 1)
+            point = _point(corner, plan, {plan.inner: column, plan.across: row})
+            expected = tuple(e.text(i) for i in _at(point, positions))
+            if requested == tuple(e.text(const(0)) if s == 1 else t for s, t in
+                                  zip(e.ctx.shape(tensor), expected)):
+                return f"tile_{e.ctx.name(tensor)}[column][{e.text(row)}]"
+        return None
+
+    return read
