@@ -1,5 +1,8 @@
 """Generated kernels against eager torch and torch.compile, on the GPU, in one run.
 
+The measuring is ``fusecli.bench`` (also behind ``fusecli bench PATH...``); this script adds
+large synthetic fusions with hand-written torch baselines, for the issue's speed targets.
+
 For each fusion (synthetic large bf16 ones, then the corpus) it times three executions of the
 same computation with CUDA events (warm-up, then the median of repeats; inputs of hundreds of MB,
 far beyond the 60 MB L2): fusecli's generated kernels (ATen for segments without one), eager
@@ -19,129 +22,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from fusecli.bench import (
+    Row,
+    copy_bandwidth,
+    format_table,
+    make_report,
+    measure,
+    reference_function,
+)
 from fusecli.frontend import DataType, FusionDefinition
 from fusecli.load import discover, load_path
-from fusecli.reference import run_reference
-from fusecli.runtime.bind import bind_inputs
-from fusecli.runtime.context import ExecutionContext
-from fusecli.runtime.cupy_executor import CupyExecutor, ModuleCache
-from fusecli.segment.segmenter import segment_fusion
+from fusecli.runtime.cupy_executor import CupyExecutor
 
 ROOT = Path(__file__).parent.parent
-
-
-@dataclass
-class Row:
-    name: str
-    bytes: int
-    fusecli_ms: float
-    eager_ms: float | None
-    compile_ms: float | None
-    copy_gbps: float
-    kernels: str  # "3/4" segments on generated kernels
-    note: str = ""
-
-    @property
-    def gbps(self) -> float:
-        return self.bytes / (self.fusecli_ms * 1e-3) / 1e9
-
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["fusecli_gbps"] = round(self.gbps, 1)
-        data["percent_of_copy"] = round(100 * self.gbps / self.copy_gbps, 1)
-        data["speedup_vs_eager"] = _ratio(self.eager_ms, self.fusecli_ms)
-        data["speedup_vs_compile"] = _ratio(self.compile_ms, self.fusecli_ms)
-        return data
-
-
-def _ratio(baseline: float | None, ours: float) -> float | None:
-    return round(baseline / ours, 3) if baseline else None
-
-
-def time_ms(function: Callable[[], object], repeat: int, warmup: int = 5) -> float:
-    """Median CUDA-event time of ``function`` in milliseconds."""
-    for _ in range(warmup):
-        function()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        function()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def copy_bandwidth(repeat: int) -> float:
-    source = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    target = torch.empty_like(source)
-    milliseconds = time_ms(lambda: target.copy_(source), repeat)
-    return 2 * source.numel() / (milliseconds * 1e-3) / 1e9
-
-
-class Generated:
-    """A fusion executed segment by segment on the CuPy executor (ATen where it has no kernel)."""
-
-    def __init__(self, fusion, inputs, executor: CupyExecutor) -> None:
-        self.fusion, self.executor = fusion, executor
-        self.segments = segment_fusion(fusion, inputs).segments
-        reference = run_reference(fusion, _clone(inputs), keep_intermediates=True).values
-        self.env = {v.uid: x for v, x in zip(fusion.inputs, inputs)}
-        self.env.update({u: v for u, v in reference.items() if not isinstance(v, torch.Tensor)})
-        self.ctx = ExecutionContext.for_fusion(fusion, device=torch.device("cuda"),
-                                               faults=frozenset(),
-                                               extents=bind_inputs(fusion, inputs).extents)
-        env = dict(self.env)
-        self.outcomes = [executor.run_segment(s, env, self.ctx) for s in self.segments]
-        self.outputs = [env[o.value.uid] for o in fusion.outputs if o.alias_input is None]
-
-    def __call__(self) -> None:
-        env = dict(self.env)
-        for segment in self.segments:
-            self.executor.run_segment(segment, env, self.ctx)
-
-    @property
-    def kernels(self) -> str:
-        ran = sum(outcome.executor == "cupy" for outcome in self.outcomes)
-        return f"{ran}/{len(self.outcomes)}"
-
-    @property
-    def fallbacks(self) -> str:
-        return "; ".join(sorted({o.fallback for o in self.outcomes if o.fallback}))
-
-
-def _clone(inputs):
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-
-
-def counted_bytes(fusion, inputs) -> int:
-    total = 0
-    for value in inputs:
-        if isinstance(value, torch.Tensor):
-            stored = math.prod(s for s, st in zip(value.shape, value.stride()) if st != 0)
-            total += stored * value.element_size()
-    reference = run_reference(fusion, _clone(inputs)).outputs
-    for value in reference:
-        if isinstance(value, torch.Tensor):
-            total += value.numel() * value.element_size()
-    return total
-
-
-def reference_function(fusion) -> Callable:
-    return lambda *inputs: run_reference(fusion, list(inputs)).outputs
 
 
 # -- synthetic fusions: the issue's speed targets --------------------------------------------
@@ -250,70 +149,6 @@ def transpose_add(size: int = 8192):
 SYNTHETIC = (swiglu, rms_norm, layer_norm, softmax, transpose_add)
 
 
-def measure(name, fusion, inputs, torch_fn, executor, repeat, copy_gbps,
-            compile_baseline: bool = True) -> Row:
-    generated = Generated(fusion, inputs, executor)
-    notes = [generated.fallbacks] if generated.fallbacks else []
-    notes += _mismatches(generated.outputs, torch_fn(*inputs))
-    ours = time_ms(generated, repeat)
-    eager = time_ms(lambda: torch_fn(*inputs), repeat)
-    compiled_ms = None
-    if compile_baseline:
-        try:
-            compiled = torch.compile(torch_fn, dynamic=False)
-            compiled_ms = time_ms(lambda: compiled(*inputs), repeat)
-        except Exception as error:  # report it, keep measuring the others
-            notes.append(f"torch.compile failed: {type(error).__name__}: {error}"[:200])
-    return Row(name, counted_bytes(fusion, inputs), ours, eager, compiled_ms, copy_gbps,
-               generated.kernels, "; ".join(notes))
-
-
-def _mismatches(ours: list, theirs) -> list[str]:
-    """A note per output where the generated kernels disagree with the torch baseline."""
-    from fusecli.compare import compare_tensors, tolerance_for
-
-    theirs = list(theirs) if isinstance(theirs, list | tuple) else [theirs]
-    notes = []
-    for index, (actual, expected) in enumerate(zip(ours, theirs)):
-        if not isinstance(expected, torch.Tensor):
-            continue
-        diff = compare_tensors(actual, expected, tolerance=tolerance_for(expected.dtype, 8192))
-        if not diff.ok:
-            notes.append(f"OUTPUT {index} MISMATCH: max abs error {diff.max_abs_err}")
-    return notes
-
-
-def launch_overhead(executor: CupyExecutor) -> float:
-    """Host microseconds per warm segment launch (a 128-element exp)."""
-    x = torch.randn(128, device="cuda")
-    with FusionDefinition() as fd:
-        fd.add_output(fd.ops.exp(fd.define_tensor(sizes=[128], strides=[1])))
-    (segment,) = segment_fusion(fd.fusion, [x]).segments
-    env = {fd.fusion.inputs[0].uid: x}
-    ctx = ExecutionContext.for_fusion(fd.fusion, device=torch.device("cuda"), faults=frozenset(),
-                                      extents=bind_inputs(fd.fusion, [x]).extents)
-    for _ in range(100):
-        executor.execute_segment(segment, env, ctx)
-    torch.cuda.synchronize()
-    calls = 5000
-    started = time.perf_counter()
-    for _ in range(calls):
-        executor.execute_segment(segment, env, ctx)
-    elapsed = time.perf_counter() - started
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
-
-
-def cache_hit_ms(executor: CupyExecutor) -> float:
-    """Milliseconds to load one compiled kernel from the disk cache into a fresh module cache."""
-    kernels = executor.kernels()
-    fresh = ModuleCache(executor.modules.directory)
-    started = time.perf_counter()
-    for kernel in kernels:
-        fresh.function(kernel, torch.device("cuda"))
-    return (time.perf_counter() - started) / max(1, len(kernels)) * 1e3
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
@@ -341,62 +176,13 @@ def main() -> None:
                 rows.append(measure(path.name, loaded.fusion, loaded.inputs,
                                     reference_function(loaded.fusion), executor, args.repeat,
                                     copy_gbps, args.compile_corpus))
-    overhead = launch_overhead(executor)
-    hit = cache_hit_ms(executor)
-    report = {
-        "device": torch.cuda.get_device_name(),
-        "copy_gbps": round(copy_gbps, 1),
-        "launch_overhead_us": round(overhead, 2),
-        "cache_hit_ms": round(hit, 3),
-        "geomean_speedup_vs_compile": _geomean([r.as_dict()["speedup_vs_compile"]
-                                                for r in rows]),
-        "geomean_speedup_vs_eager": _geomean([r.as_dict()["speedup_vs_eager"] for r in rows]),
-        "fusions": [r.as_dict() for r in rows],
-    }
+    report = make_report(rows, copy_gbps, executor)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     notes = [f"  {r.name}: {r.note}" for r in rows if r.note]
     if notes:
         print("segments on ATen, and why:", *notes, sep="\n")
-    print(_table(rows, report))
-
-
-def _geomean(values: list[float | None]) -> float | None:
-    present = [v for v in values if v]
-    if not present:
-        return None
-    return round(math.exp(sum(math.log(v) for v in present) / len(present)), 3)
-
-
-def _table(rows: list[Row], report: dict) -> str:
-    header = (f"{'fusion':<34} {'kernels':>7} {'fusecli ms':>10} {'GB/s':>7} {'% copy':>6} "
-              f"{'eager ms':>9} {'compile ms':>10} {'x eager':>7} {'x compile':>9}")
-    lines = [header, "-" * len(header)]
-    for row in rows:
-        data = row.as_dict()
-        lines.append(
-            f"{row.name[:34]:<34} {row.kernels:>7} {row.fusecli_ms:>10.4f} {row.gbps:>7.0f} "
-            f"{data['percent_of_copy']:>6.1f} {_ms(row.eager_ms):>9} {_ms(row.compile_ms):>10} "
-            f"{_x(data['speedup_vs_eager']):>7} {_x(data['speedup_vs_compile']):>9}"
-        )
-    lines += [
-        "-" * len(header),
-        f"device: {report['device']}; device-to-device copy: {report['copy_gbps']:.0f} GB/s",
-        f"geomean speedup: vs eager {_x(report['geomean_speedup_vs_eager'])}, "
-        f"vs torch.compile {_x(report['geomean_speedup_vs_compile'])}",
-        f"host overhead per warm segment launch: {report['launch_overhead_us']:.1f} us "
-        "(target <= 15)",
-        f"kernel cache hit: {report['cache_hit_ms']:.3f} ms per kernel (target < 1)",
-    ]
-    return "\n".join(lines)
-
-
-def _ms(value: float | None) -> str:
-    return f"{value:.4f}" if value is not None else "n/a"
-
-
-def _x(value: float | None) -> str:
-    return f"{value:.2f}x" if value else "n/a"
+    print(format_table(rows, report))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ class RunOptions:
     atol: float | None = None
     float64_tiebreak: bool = True
     rules: str = "nvfuser"
+    strict: bool = False  # a segment without a generated kernel is an error, not ATen
     debug: bool = False  # let errors propagate, with their tracebacks
 
 
@@ -46,6 +47,7 @@ class SegmentInfo:
     scheduler: str | None
     executor: str
     exprs: tuple[str, ...]
+    fallback: str | None = None  # why the generated kernel did not run it
 
 
 @dataclass(slots=True)
@@ -143,10 +145,11 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
     try:
         segmented, run = run_fusion(
             fusion, _clone(loaded.inputs), rules=options.rules, executor=options.executor,
-            seed=options.seed,
+            seed=options.seed, strict=options.strict,
         )
         outcome.segments = [
-            SegmentInfo(s.id, s.scheduler, s.executor, s.exprs) for s in run.segments
+            SegmentInfo(s.id, s.scheduler, s.executor, s.exprs, s.fallback)
+            for s in run.segments
         ]
         actual = run.outputs
         expected = run_reference(fusion, _clone(loaded.inputs), seed=options.seed).outputs

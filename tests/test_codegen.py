@@ -218,14 +218,26 @@ def test_prelude_holds_only_what_the_kernel_uses() -> None:
 
 
 def test_unsupported_segments_say_why() -> None:
+    x = torch.randn(8, 16, dtype=torch.complex64)
+
+    def body(fd):
+        a = define(fd, x)
+        fd.add_output(fd.ops.add(a, a))
+
+    (segment, kernel), = kernels_of(fusion_of(body).fusion, [x])
+    assert segment.scheduler == "pointwise"
+    assert kernel == Unsupported("the CUDA renderer has no type for ComplexFloat")
+
+
+def test_an_outer_reduction_gives_a_thread_each_row() -> None:
     x = torch.randn(8, 16)
 
     def body(fd):
         fd.add_output(fd.ops.sum(define(fd, x), dims=[0]))
 
     (_, kernel), = kernels_of(fusion_of(body).fusion, [x])
-    assert isinstance(kernel, Unsupported)
-    assert "outer reductions have no CUDA generator" in kernel.reason
+    assert isinstance(kernel, Kernel)
+    assert kernel.heuristics.startswith("outer reduction: 16 rows (dims [1]) of 8 (dims [0])")
 
 
 def test_huge_tensors_get_64_bit_indexing() -> None:
@@ -399,18 +411,21 @@ def test_check_fusion_lists_compiled_and_skipped_segments() -> None:
 
 
 def random_reduction(seed: int) -> tuple[FusionDefinition, list[torch.Tensor]]:
-    """A softmax, a layer norm or a plain reduction over the trailing dims of a random tensor."""
+    """A softmax, a layer norm or a plain reduction over random dims of a random tensor (the
+    trailing ones mostly: inner reductions; otherwise outer ones)."""
     rng = random.Random(seed)
-    rows = [rng.choice([1, 3, 8, 17]) for _ in range(rng.randint(0, 2))]
-    reduced = [rng.choice([1, 5, 8, 64, 130, 512, 2048]) for _ in range(rng.randint(1, 2))]
-    shape = rows + reduced
+    shape = [rng.choice([1, 3, 8, 17, 64, 130, 512]) for _ in range(rng.randint(1, 3))]
+    if rng.random() < 0.6:
+        dims = list(range(rng.randrange(len(shape)), len(shape)))
+    else:
+        dims = sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape))))
+    kept = [d for d in range(len(shape)) if d not in dims]
     pattern = rng.choice(["softmax", "layer_norm", "plain", "integer"])
     dtype = torch.int32 if pattern == "integer" else rng.choice(DTYPES[:4])
     x = random_input(rng, shape, dtype, ("dense", "permuted", "sliced"))
-    dims = list(range(len(rows), len(shape)))
 
     def widen(fd, t):
-        return fd.ops.broadcast_in_dim(t, shape=shape, broadcast_dims=list(range(len(rows))))
+        return fd.ops.broadcast_in_dim(t, shape=shape, broadcast_dims=kept)
 
     def body(fd):
         t = define(fd, x)

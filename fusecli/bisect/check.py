@@ -190,34 +190,20 @@ def run_under_test(
 def _run_prefix(
     segmented: Any, inputs: list[Any], count: int, executor: str, seed: int
 ) -> list[Any]:
-    from fusecli.ir.nodes import Fusion, TensorView, Vector
+    from fusecli.ir.nodes import Fusion, Vector
     from fusecli.reference import run_reference
-    from fusecli.runtime import ExecutionContext, bind_inputs, execution_device, get_executor
     from fusecli.runtime.outputs import collect_outputs
+    from fusecli.runtime.segmented import SegmentRunner
 
     fusion = segmented.fusion
-    runner = get_executor("aten" if executor == "auto" else executor)
-    bindings = bind_inputs(fusion, inputs)
-    ctx = ExecutionContext.for_fusion(
-        fusion, device=execution_device(bindings), seed=seed, extents=bindings.extents
-    )
-    env: dict[int, object] = dict(bindings.values)
-    done: set[int] = set()
-    scalar_exprs = [
-        e for e in fusion.exprs if not any(isinstance(o, TensorView) for o in e.outputs)
-    ]
-
-    def run_ready_scalars() -> None:
-        for expr in scalar_exprs:
-            if expr.uid not in done and all(_available(v, env) for v in expr.inputs):
-                runner.run_exprs([expr], env, ctx)
-                done.add(expr.uid)
-
+    runner = SegmentRunner(segmented, inputs, executor=executor, seed=seed)
+    env, ctx, bindings = runner.env, runner.ctx, runner.bindings
     for segment in segmented.segments[:count]:
-        run_ready_scalars()
-        runner.run_exprs(segment.exprs, env, ctx)
-        done.update(e.uid for e in segment.exprs)
-    run_ready_scalars()
+        runner.run(segment)
+    runner.scalars.run_ready()
+    pending = {e.uid for e in runner.scalars.pending}
+    done = {e.uid for s in segmented.segments[:count] for e in s.exprs}
+    done |= {e.uid for e in fusion.exprs if not e.tensor_outputs() and e.uid not in pending}
     rest = tuple(e for e in fusion.exprs if e.uid not in done)
     produced = {o.uid for e in rest for o in e.outputs}
     boundary: dict[int, Any] = {}
@@ -230,10 +216,3 @@ def _run_prefix(
     values = [env[uid] for uid in boundary]
     env.update(run_reference(tail, values, seed=seed, keep_intermediates=True).values)
     return collect_outputs(fusion, env, bindings, ctx)
-
-
-def _available(value: Any, env: dict[int, object]) -> bool:
-    from fusecli.ir.nodes import Vector
-
-    items = value.elements if isinstance(value, Vector) else (value,)
-    return all(i.uid in env or getattr(i, "is_constant", False) for i in items)

@@ -84,11 +84,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def register() -> None:
-    from fusecli.cli import bisect, convert, explain, ir, run
+    from fusecli.cli import bench, bisect, codegen, convert, explain, ir, run
 
     cli.add_command(run.run)
     cli.add_command(explain.explain)
     cli.add_command(bisect.bisect)
+    cli.add_command(codegen.codegen)
+    cli.add_command(bench.bench)
     cli.add_command(convert.convert)
     cli.add_command(ir.ir)
 

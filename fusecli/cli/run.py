@@ -29,6 +29,8 @@ from fusecli.cli.main import Context, guarded, warn_fault_injection
 @click.option("--no-tiebreak", is_flag=True,
               help="Do not run the float64 reference to excuse results closer to float64.")
 @click.option("-v", "--verbose", is_flag=True, help="Also show each fusion's inputs.")
+@click.option("--strict", is_flag=True,
+              help="A segment the cupy executor cannot run is an error (exit 3), not ATen.")
 @click.option("--junit", type=click.Path(path_type=Path), default=None,
               help="Also write a JUnit XML report here (one testcase per fusion).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -36,8 +38,8 @@ from fusecli.cli.main import Context, guarded, warn_fault_injection
 @click.option("--shard", default=None, metavar="K/N",
               help="Run only the K-th of N slices of the sorted file list (CI matrices).")
 @guarded
-def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose, junit,
-        jobs, shard) -> int:
+def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose, strict,
+        junit, jobs, shard) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
@@ -57,8 +59,8 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     warn_fault_injection()
     options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
-        float64_tiebreak=not no_tiebreak, debug=click.get_current_context().find_object(
-            Context).debug,
+        float64_tiebreak=not no_tiebreak, strict=strict,
+        debug=click.get_current_context().find_object(Context).debug,
     )
     selected = parse_shard(shard)
     errors = Console(stderr=True)

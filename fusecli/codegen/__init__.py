@@ -2,7 +2,12 @@
 
 ``generate(segment, sizes, inputs)`` returns a ``Kernel`` (source, launch, argument plan,
 heuristics) or ``Unsupported(reason)``; the runtime compiles the first and falls back to ATen
-on the second. ``compile_kernel`` (``fusecli.codegen.nvrtc``) compiles without a GPU.
+on the second. ``fusecli.codegen.nvrtc.compile_source`` compiles a kernel without a GPU,
+``fusecli.codegen.check.check_fusion`` does so for every segment of a fusion, and
+``fusecli.codegen.emulate`` runs a kernel on the CPU (tests).
+
+Segments with reductions get ``reduction.py``'s kernels (inner reductions and normalizations);
+the others ``transpose.py``'s, which is the pointwise kernel unless an input is transposed.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, Unsu
 from fusecli.codegen.reduction import build_reduction
 from fusecli.codegen.transpose import build_transpose
 
-# Schedulers whose segments run on ATen by design (matmuls and attention through cuBLAS and
-# cuDNN, as nvFuser's expr_eval does), and those with a generator here.
+# Schedulers whose segments run on ATen by design: matmuls and attention through cuBLAS and
+# cuDNN, as nvFuser's expr_eval does, and segments that compute nothing new (no_op).
 _ATEN_SCHEDULERS = ("expr_eval", "matmul", "no_op")
 
 

@@ -18,7 +18,7 @@ from fusecli.codegen.nvrtc import DEFAULT_ARCH, CompileError, compile_source
 class SegmentCheck:
     segment_id: int
     scheduler: str
-    status: str  # "compiled", "skipped" (no generator: runs on ATen) or "failed"
+    status: str  # "compiled", "generated" (not compiled), "skipped" (runs on ATen) or "failed"
     message: str  # the launch and heuristics, the reason for skipping, or NVRTC's error
     kernel: Kernel | None = None
 
@@ -28,8 +28,8 @@ class SegmentCheck:
 
 
 def check_fusion(fusion: Any, inputs: Sequence[Any], profile: str = "nvfuser",
-                 arch: str = DEFAULT_ARCH) -> list[SegmentCheck]:
-    """Segment ``fusion`` for ``inputs``, then generate and compile each segment's kernel."""
+                 arch: str = DEFAULT_ARCH, compile: bool = True) -> list[SegmentCheck]:
+    """Segment ``fusion`` for ``inputs``, then generate (and compile) each segment's kernel."""
     from fusecli.segment.candidate import RuntimeInfo
     from fusecli.segment.segmenter import segment_fusion
 
@@ -43,6 +43,10 @@ def check_fusion(fusion: Any, inputs: Sequence[Any], profile: str = "nvfuser",
         kernel = generate(segment, sizes, tensors)
         if not isinstance(kernel, Kernel):
             results.append(SegmentCheck(segment.id, segment.scheduler, "skipped", kernel.reason))
+            continue
+        if not compile:
+            results.append(SegmentCheck(segment.id, segment.scheduler, "generated",
+                                        kernel.describe(), kernel))
             continue
         try:
             compile_source(kernel.source, kernel.name, arch)

@@ -113,18 +113,16 @@ class Emitter:
             return found
         staged = self.staged.get(tensor.uid)
         result = staged(index) if staged else None
-        if result is not None:
-            pass
-        elif self.ctx.candidate.is_input(tensor):
-            result = self._load_input(tensor, index)
-        else:
-            expr = self.ctx.candidate.definition(tensor)
-            handler = HANDLERS.get(expr.op.kind)
-            if handler is None:
-                raise UnsupportedError(f"no CUDA generator for {expr.op.value} "
-                                       f"({tensor.dtype.name})")
-            result = handler(self, expr, tensor, index)
-        return self.remember(key, result)
+        return self.remember(key, result or self._compute(tensor, index))
+
+    def _compute(self, tensor: TensorView, index: tuple[Index, ...]) -> str:
+        if self.ctx.candidate.is_input(tensor):
+            return self._load_input(tensor, index)
+        expr = self.ctx.candidate.definition(tensor)
+        handler = HANDLERS.get(expr.op.kind)
+        if handler is None:
+            raise UnsupportedError(f"no CUDA generator for {expr.op.value} ({tensor.dtype.name})")
+        return handler(self, expr, tensor, index)
 
     def scalar(self, scalar: Scalar, dtype: DataType | None = None) -> str:
         """C expression of ``scalar``, converted to ``dtype`` (default: its own)."""
@@ -153,7 +151,7 @@ class Emitter:
             total = add(total, scale(position, stride))
         return total
 
-    def vectorizable(self, offset: Index, alignment_bytes: int, dtype: object) -> bool:
+    def vectorizable(self, offset: Index, alignment_bytes: int, dtype: DataType) -> bool:
         """Whether the lanes of ``offset`` are consecutive and aligned for one access."""
         width = self.vector_width
         if width == 1 or offset.coefficient(LANE) != 1:
@@ -174,7 +172,7 @@ class Emitter:
         offset = self.offset(layout.strides, index)
         return self.load(param.name, tensor.dtype, offset, layout.alignment, name)
 
-    def load(self, pointer: str, dtype: object, offset: Index, alignment: int, base: str) -> str:
+    def load(self, pointer: str, dtype: DataType, offset: Index, alignment: int, base: str) -> str:
         ctype = cdtypes.register_type(dtype)
         if not self.vectorizable(offset, alignment, dtype):
             element = f"{pointer}[{self.text(offset)}]"

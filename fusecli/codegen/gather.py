@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from fusecli.codegen import cdtypes
 from fusecli.codegen.indexing import Index
 from fusecli.codegen.kernel import UnsupportedError
+from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpType
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from fusecli.codegen.emitter import Emitter, Handler
 
 
-def _position(emitter: Emitter, value: str, dtype: object, size: int) -> Index:
+def _position(emitter: Emitter, value: str, dtype: DataType, size: int) -> Index:
     name = emitter.named(value, cdtypes.register_type(dtype), "position")
     return emitter.space.var(name, 0, size - 1)
 

@@ -33,6 +33,8 @@ MAX_PERSISTENT_ELEMENTS = 64  # per thread; longer rows loop
 class RowPlan:
     rows: int  # M
     row_size: int  # N
+    row_dims: tuple[int, ...]  # loop dims that are kept
+    reduced_dims: tuple[int, ...]  # loop dims that are reduced
     row_shape: tuple[int, ...]
     reduced_shape: tuple[int, ...]
     lanes: int  # V
@@ -44,6 +46,12 @@ class RowPlan:
     @property
     def block(self) -> int:
         return self.threads * self.rows_per_block
+
+    @property
+    def inner(self) -> bool:
+        """Reduced dims trailing: a row is contiguous, and threads share it."""
+        return self.reduced_dims == tuple(range(len(self.row_dims), len(self.row_dims)
+                                                + len(self.reduced_dims)))
 
     @property
     def vectors(self) -> int:
@@ -67,27 +75,25 @@ def build_reduction(ctx: KernelContext, name: str) -> Kernel:
 def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
     shape = ctx.shape(reference)
     reductions = ctx.candidate.reduction_exprs
-    dims = sorted(reductions[0].attr("dims"))
-    rank = len(shape)
-    if dims != list(range(rank - len(dims), rank)):
-        raise UnsupportedError(
-            f"{reductions[0].op.value} over dims {dims} of {ctx.name(reference)} is not an inner "
-            "reduction: outer reductions have no CUDA generator yet"
-        )
-    first_reduced = rank - len(dims)
+    dims = tuple(sorted(reductions[0].attr("dims")))
     for expr in reductions:
         positions = loop_positions(ctx, expr.inputs[0], reference)
         reduced = set(expr.attr("dims"))
         if positions is None or any(
-            p is not None and (p >= first_reduced) != (d in reduced)
-            for d, p in enumerate(positions)
+            p is not None and (p in dims) != (d in reduced) for d, p in enumerate(positions)
         ):
             raise UnsupportedError(
                 f"the reductions of segment {ctx.segment.id} do not share one row structure"
             )
-    row_shape, reduced_shape = shape[:first_reduced], shape[first_reduced:]
-    rows = _product(row_shape)
-    row_size = _product(reduced_shape)
+    row_dims = tuple(p for p in range(len(shape)) if p not in dims)
+    row_shape = tuple(shape[p] for p in row_dims)
+    reduced_shape = tuple(shape[p] for p in dims)
+    rows, row_size = _product(row_shape), _product(reduced_shape)
+    if dims != tuple(range(len(row_dims), len(shape))):
+        # An outer reduction: a thread per row, walking it; neighbouring threads take
+        # neighbouring rows, which is coalesced when a kept dim is innermost in memory.
+        return RowPlan(rows, row_size, row_dims, dims, row_shape, reduced_shape, 1, 1,
+                       ROWS_BLOCK, row_size, False)
     per_element = [t for t in (*ctx.segment.inputs, *ctx.segment.outputs)
                    if ctx.numel(t) >= row_size]  # row-only outputs do not move per element
     lanes = lane_count(per_element, reduced_shape[-1] if reduced_shape else 1)
@@ -96,15 +102,15 @@ def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
     rows_per_block = max(1, ROWS_BLOCK // threads) if threads <= 32 else 1
     slots = -(-vectors // threads)
     persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
-    return RowPlan(rows, row_size, row_shape, reduced_shape, lanes, threads, rows_per_block,
-                   slots, persistent)
+    return RowPlan(rows, row_size, row_dims, dims, row_shape, reduced_shape, lanes, threads,
+                   rows_per_block, slots, persistent)
 
 
 def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
                       ) -> list[tuple[TensorView, tuple[int | None, ...], bool]]:
     """(output, loop position per dim, whether it has the whole loop or only the row)."""
     shape = ctx.shape(reference)
-    row_dims = {p for p in range(len(plan.row_shape)) if shape[p] > 1}
+    row_dims = {p for p in plan.row_dims if shape[p] > 1}
     all_dims = {p for p, size in enumerate(shape) if size > 1}
     found = []
     for tensor in ctx.segment.outputs:
@@ -131,7 +137,7 @@ class _Body:
         self.ctx = ctx
         self.plan = plan
         self.reference = reference
-        self.row_index: tuple[Index, ...] = ()
+        self.row_point: tuple[Index, ...] = ()  # per loop dim: the row's index, or 0
         self.guarded = plan.persistent and plan.vectors % plan.threads != 0
 
     def emit(self, outputs: list[tuple[TensorView, tuple[int | None, ...], bool]]) -> None:
@@ -139,7 +145,10 @@ class _Body:
         for ctype in sorted({a.ctype for a in accumulators(self.ctx)}):
             if plan.threads > 32:
                 e.line(f"__shared__ {ctype} scratch_{_word(ctype)}[32];")
-        e.line(f"const int thread = threadIdx.x % {plan.threads};  // its place in the row")
+        if plan.threads > 1:
+            e.line(f"const int thread = threadIdx.x % {plan.threads};  // its place in the row")
+        else:
+            e.line("const int thread = 0;  // a thread per row: it walks the row alone")
         rows = plan.rows_per_block
         first = f"(index_t)blockIdx.x * {rows}" if rows > 1 else "(index_t)blockIdx.x"
         step = f"(index_t)gridDim.x * {rows}" if rows > 1 else "(index_t)gridDim.x"
@@ -159,20 +168,18 @@ class _Body:
             e.line(f"const index_t row_unclamped = row_base + threadIdx.x / {plan.threads};")
             e.line(f"const bool row_valid = row_unclamped < {plan.rows};")
             e.line(f"const index_t row = row_valid ? row_unclamped : {plan.rows - 1};"
-                   "  // every thread takes part in the row's shuffles")
+                   "  // clamped: every thread takes part in its row's reductions")
         else:
             e.line("const index_t row = row_base;")
         row = e.space.var("row", 0, plan.rows - 1)
-        index = []
-        for dim, (size, stride) in enumerate(zip(plan.row_shape,
-                                                 contiguous_strides(plan.row_shape))):
-            if size == 1:
-                index.append(const(0))
-                continue
-            position = e.space.remainder(e.space.divide(row, stride), size)
-            name = e.bind("index_t", f"r{dim}", position.text())
-            index.append(e.space.var(name, 0, size - 1))
-        self.row_index = tuple(index)
+        point = [const(0)] * (len(plan.row_dims) + len(plan.reduced_dims))
+        for dim, size, stride in zip(plan.row_dims, plan.row_shape,
+                                     contiguous_strides(plan.row_shape)):
+            if size > 1:
+                position = e.space.remainder(e.space.divide(row, stride), size)
+                name = e.bind("index_t", f"r{dim}", position.text())
+                point[dim] = e.space.var(name, 0, size - 1)
+        self.row_point = tuple(point)
 
     def _slots(self) -> list[tuple[Index, str | None]]:
         """Per unrolled slot: the vector's position in the row, and its validity flag."""
@@ -195,10 +202,11 @@ class _Body:
         """The loop index of lane LANE of the vector at ``vector`` in this thread's row."""
         space, plan = self.emitter.space, self.plan
         element = add(scale(vector, plan.lanes), space.var(LANE, 0, plan.lanes - 1))
-        reduced = []
-        for size, stride in zip(plan.reduced_shape, contiguous_strides(plan.reduced_shape)):
-            reduced.append(space.remainder(space.divide(element, stride), size))
-        return (*self.row_index, *reduced)
+        point = list(self.row_point)
+        for dim, size, stride in zip(plan.reduced_dims, plan.reduced_shape,
+                                     contiguous_strides(plan.reduced_shape)):
+            point[dim] = space.remainder(space.divide(element, stride), size)
+        return tuple(point)
 
     def at(self, index: tuple[Index, ...], positions: tuple[int | None, ...]) -> tuple[Index, ...]:
         return tuple(const(0) if p is None else index[p] for p in positions)
@@ -240,9 +248,10 @@ class _Body:
         for accumulator in batch:
             scratch = (f"scratch_{_word(accumulator.ctype)}" if self.plan.threads > 32
                        else "nullptr")
-            e.line(f"{accumulator.name} = block_reduce<{self.plan.threads}>("
-                   f"{accumulator.name}, {accumulator.combine}, "
-                   f"({accumulator.ctype}*){scratch});")
+            if self.plan.threads > 1:
+                e.line(f"{accumulator.name} = block_reduce<{self.plan.threads}>("
+                       f"{accumulator.name}, {accumulator.combine}, "
+                       f"({accumulator.ctype}*){scratch});")
             finish(e, accumulator, self._row_texts(accumulator))
 
     def _row_texts(self, accumulator: Accumulator) -> tuple[str, ...]:
@@ -251,7 +260,7 @@ class _Body:
         positions = loop_positions(self.ctx, source, self.reference)
         reduced = set(accumulator.expr.attr("dims"))
         kept = [p for d, p in enumerate(positions) if d not in reduced]
-        return tuple(self.emitter.text(const(0) if p is None else self.row_index[p])
+        return tuple(self.emitter.text(const(0) if p is None else self.row_point[p])
                      for p in kept)
 
     def _full_outputs(self, outputs, slots) -> None:
@@ -295,7 +304,7 @@ class _Body:
         valid = " && row_valid" if self.plan.rows_per_block > 1 else ""
         with e.block(f"if (thread == 0{valid})"):
             for tensor, positions, _ in outputs:
-                index = self.at(self.row_index, positions)
+                index = self.at(self.row_point, positions)
                 store(e, tensor, index, [e.value(tensor, index)])
 
 
@@ -304,6 +313,12 @@ def _summary(ctx: KernelContext, plan: RowPlan, grid: int, index_type: str,
     kind = "persistent" if plan.persistent else "looping"
     vectors = ", ".join(sorted(emitter.vector_accesses)) or "none"
     bits = 32 if index_type == "int" else 64
+    if not plan.inner:
+        return (
+            f"outer reduction: {plan.rows} rows (dims {list(plan.row_dims)}) of "
+            f"{plan.row_size} (dims {list(plan.reduced_dims)}), a thread per row walking it; "
+            f"block {plan.block}, grid {grid} (grid-stride over rows); {bits}-bit indexing"
+        )
     return (
         f"inner reduction ({kind}): {plan.rows} rows of {plan.row_size} "
         f"({list(plan.row_shape)} x {list(plan.reduced_shape)}); {plan.threads} threads per "

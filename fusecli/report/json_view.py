@@ -26,6 +26,7 @@ def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
                 "scheduler": s.scheduler,
                 "executor": s.executor,
                 "exprs": list(s.exprs),
+                "fallback": s.fallback,
             }
             for s in outcome.segments
         ],

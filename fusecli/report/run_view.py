@@ -41,8 +41,11 @@ def segments_table(outcome: FusionOutcome) -> Table:
     for column in ("id", "scheduler", "executor", "exprs"):
         table.add_column(column)
     for segment in outcome.segments:
+        executor = segment.executor
+        if segment.fallback and segment.executor == "aten":
+            executor = f"aten ({segment.fallback})"
         table.add_row(
-            str(segment.id), segment.scheduler or "(unsegmented)", segment.executor,
+            str(segment.id), segment.scheduler or "(unsegmented)", executor,
             ", ".join(segment.exprs) or "(no tensor exprs)",
         )
     return table

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import torch
 
-from fusecli.errors import InputError, MissingEnvironmentError
+from fusecli.errors import InputError
 from fusecli.ir.nodes import Expr, Fusion
 from fusecli.runtime.aten import AtenExecutor
 from fusecli.runtime.bind import Bindings, bind_inputs
@@ -30,25 +30,22 @@ class Executor(Protocol):
     ) -> None: ...
 
 
+# Executors of expr lists. The generated-kernel executor (cupy) runs whole segments instead:
+# see fusecli.runtime.segmented, which execute_fusion hands such a request to.
 _EXECUTORS: dict[str, type] = {"aten": AtenExecutor, "auto": AtenExecutor}
-
-# Executors fusecli knows of but cannot run here, and why.
-_UNAVAILABLE: dict[str, str] = {
-    "cupy": "fusecli's CUDA kernel generator (fusecli/codegen/) is not implemented yet; "
-    "use --executor aten",
-}
+_SEGMENT_EXECUTORS = ("cupy",)
 
 
 def executor_names() -> list[str]:
-    return sorted({*_EXECUTORS, *_UNAVAILABLE})
+    return sorted({*_EXECUTORS, *_SEGMENT_EXECUTORS})
 
 
 def get_executor(name: str) -> Executor:
-    """The executor called ``name``: InputError if unknown, MissingEnvironmentError if absent."""
+    """The expr-list executor called ``name``: InputError if unknown or segment-only."""
     if name in _EXECUTORS:
         return _EXECUTORS[name]()
-    if name in _UNAVAILABLE:
-        raise MissingEnvironmentError(f"the {name} executor is not available: {_UNAVAILABLE[name]}")
+    if name in _SEGMENT_EXECUTORS:
+        raise InputError(f"the {name} executor runs whole segments, not expr lists")
     raise InputError(f"unknown executor {name!r}; choose one of: {', '.join(executor_names())}")
 
 
@@ -65,6 +62,10 @@ def execute_fusion(
     ``device`` matters only without tensor inputs (creation ops allocate there); it defaults to
     the first GPU, or the CPU without one. ``seed`` seeds unseeded random ops.
     """
+    if executor in _SEGMENT_EXECUTORS:
+        from fusecli.runtime.segmented import run_fusion
+
+        return run_fusion(fusion, inputs, executor=executor, seed=seed, device=device)[1].outputs
     runner = get_executor(executor)
     bindings = bind_inputs(fusion, inputs)
     ctx = ExecutionContext.for_fusion(

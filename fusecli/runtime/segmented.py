@@ -1,9 +1,10 @@
 """Running a segmented fusion: segment by segment in run order, intermediates passed along.
 
 This is FusionKernelRuntime::runSegmentsWithInputs: bind the inputs once, then run each
-segment's exprs on its executor, reading the values earlier segments wrote into one
-environment. Scalar exprs (sizes, scalar arithmetic) belong to no segment; each runs as soon
-as what it reads exists, as nvFuser's resolveScalarsInGroup makes each segment compute them.
+segment on its executor (a generated CUDA kernel through CuPy, or ATen), reading the values
+earlier segments wrote into one environment. Scalar exprs (sizes, scalar arithmetic) belong
+to no segment; each runs as soon as what it reads exists, or inside the segment that computes
+what it reads, as nvFuser's resolveScalarsInGroup makes each segment compute them.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusecli.errors import PipelineError
+from fusecli.errors import InputError, PipelineError
 from fusecli.ir.nodes import Expr, TensorView, Vector
+from fusecli.runtime.aten import AtenExecutor
 from fusecli.runtime.bind import bind_inputs
 from fusecli.runtime.context import ExecutionContext
-from fusecli.runtime.execute import execution_device, get_executor
+from fusecli.runtime.execute import execution_device
 from fusecli.runtime.outputs import collect_outputs
+
+EXECUTORS = ("auto", "aten", "cupy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,13 +32,93 @@ class SegmentRun:
     executor: str
     exprs: tuple[str, ...]
     seconds: float
-    fallback: str | None = None  # why the requested executor did not run it
+    fallback: str | None = None  # why the generated-kernel executor did not run it
 
 
 @dataclass(slots=True)
 class SegmentedRun:
     outputs: list[Any]
     segments: list[SegmentRun] = field(default_factory=list)
+
+
+_KERNEL_EXECUTORS: dict[bool, Any] = {}  # strict -> CupyExecutor: its kernel cache is shared
+
+
+def kernel_executor(name: str, strict: bool = False) -> Any | None:
+    """The CuPy executor ``name`` asks for: None for aten, or for auto without GPU and CuPy.
+
+    ``cupy`` without them raises MissingEnvironmentError (exit 4).
+    """
+    if name not in EXECUTORS:
+        raise InputError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
+    if name == "aten":
+        return None
+    try:
+        from fusecli.runtime.cupy_executor import CupyExecutor, cupy_available
+    except ImportError as error:
+        if name == "cupy":
+            from fusecli.errors import MissingEnvironmentError
+
+            raise MissingEnvironmentError(f"the cupy executor is not available: {error}") from None
+        return None
+    if name == "auto" and cupy_available() is not None:
+        return None
+    if strict not in _KERNEL_EXECUTORS:
+        _KERNEL_EXECUTORS[strict] = CupyExecutor(strict=strict)
+    return _KERNEL_EXECUTORS[strict]
+
+
+class SegmentRunner:
+    """One execution of a segmented fusion: bound inputs, an environment, segments run so far."""
+
+    def __init__(
+        self,
+        segmented: Any,
+        inputs: Sequence[Any],
+        *,
+        executor: str = "auto",
+        seed: int = 0,
+        device: Any = None,
+        strict: bool = False,
+    ) -> None:
+        if segmented.failure is not None:
+            failure = segmented.failure
+            ops = ", ".join(e.op.value for e in failure.candidate.exprs)
+            raise PipelineError(
+                f"Can not find a scheduler to schedule fusion segment ({ops}): "
+                + "; ".join(f"{v.scheduler}: {v.reason}" for v in failure.verdicts)
+            )
+        self.fusion = segmented.fusion
+        self.kernels = kernel_executor(executor, strict)
+        self.aten = AtenExecutor()
+        self.bindings = bind_inputs(self.fusion, inputs)
+        self.ctx = ExecutionContext.for_fusion(
+            self.fusion, device=execution_device(self.bindings, device), seed=seed,
+            extents=self.bindings.extents,
+        )
+        self.env: dict[int, object] = dict(self.bindings.values)
+        self.scalars = _ScalarQueue(self.fusion.exprs, self.aten, self.env, self.ctx)
+
+    def run(self, segment: Any) -> SegmentRun:
+        self.scalars.run_ready()
+        started = time.perf_counter()
+        exprs = self.scalars.with_scalars(segment.exprs)
+        executor, fallback = "aten", None
+        if self.kernels is not None and len(exprs) == len(segment.exprs):
+            outcome = self.kernels.run_segment(segment, self.env, self.ctx)
+            executor, fallback = outcome.executor, outcome.fallback
+        else:
+            if self.kernels is not None:
+                fallback = "the segment reads sizes of tensors it computes itself"
+            self.aten.run_exprs(exprs, self.env, self.ctx)
+        return SegmentRun(
+            segment.id, segment.scheduler, executor, tuple(e.op.value for e in segment.exprs),
+            time.perf_counter() - started, fallback,
+        )
+
+    def outputs(self) -> list[Any]:
+        self.scalars.run_ready()
+        return collect_outputs(self.fusion, self.env, self.bindings, self.ctx)
 
 
 def execute_segmented(
@@ -44,36 +128,17 @@ def execute_segmented(
     executor: str = "auto",
     seed: int = 0,
     device: Any = None,
+    strict: bool = False,
 ) -> SegmentedRun:
-    """Run a ``SegmentedFusion`` (fusecli.segment.segmenter) on ``inputs``."""
-    if segmented.failure is not None:
-        failure = segmented.failure
-        ops = ", ".join(e.op.value for e in failure.candidate.exprs)
-        raise PipelineError(
-            f"Can not find a scheduler to schedule fusion segment ({ops}): "
-            + "; ".join(f"{v.scheduler}: {v.reason}" for v in failure.verdicts)
-        )
-    fusion = segmented.fusion
-    runner = get_executor("aten" if executor == "auto" else executor)
-    bindings = bind_inputs(fusion, inputs)
-    ctx = ExecutionContext.for_fusion(
-        fusion, device=execution_device(bindings, device), seed=seed, extents=bindings.extents
+    """Run a ``SegmentedFusion`` (fusecli.segment) on ``inputs``, every segment in order.
+
+    ``strict``: a segment the kernel executor cannot run is an error (exit 3), not ATen.
+    """
+    runner = SegmentRunner(
+        segmented, inputs, executor=executor, seed=seed, device=device, strict=strict
     )
-    env: dict[int, object] = dict(bindings.values)
-    scalars = _ScalarQueue(fusion.exprs, runner, env, ctx)
-    runs = []
-    for segment in segmented.segments:
-        scalars.run_ready()
-        started = time.perf_counter()
-        runner.run_exprs(scalars.with_scalars(segment.exprs), env, ctx)
-        runs.append(
-            SegmentRun(
-                segment.id, segment.scheduler, runner.name,
-                tuple(e.op.value for e in segment.exprs), time.perf_counter() - started,
-            )
-        )
-    scalars.run_ready()
-    return SegmentedRun(collect_outputs(fusion, env, bindings, ctx), runs)
+    runs = [runner.run(segment) for segment in segmented.segments]
+    return SegmentedRun(runner.outputs(), runs)
 
 
 class _ScalarQueue:
@@ -104,11 +169,9 @@ class _ScalarQueue:
         return sorted(merged, key=lambda e: self.position[e.uid])
 
     def _ready(self, expr: Expr) -> bool:
-        for value in expr.inputs:
-            needed = value.elements if isinstance(value, Vector) else (value,)
-            for item in needed:
-                if item.uid not in self.env and not getattr(item, "is_constant", False):
-                    return False
+        for item in _operands(expr):
+            if item.uid not in self.env and not getattr(item, "is_constant", False):
+                return False
         return True
 
     def run_ready(self) -> None:
@@ -137,11 +200,12 @@ def run_fusion(
     executor: str = "auto",
     seed: int = 0,
     device: Any = None,
+    strict: bool = False,
 ) -> tuple[Any, SegmentedRun]:
     """Segment ``fusion`` for ``inputs`` and run it: what ``fd.execute`` and ``fusecli run`` do."""
     from fusecli.segment.segmenter import segment_fusion
 
     segmented = segment_fusion(fusion, inputs, profile=rules)
     return segmented, execute_segmented(
-        segmented, inputs, executor=executor, seed=seed, device=device
+        segmented, inputs, executor=executor, seed=seed, device=device, strict=strict
     )
