@@ -197,7 +197,7 @@ def geomean(values: list[float | None]) -> float | None:
     return round(math.exp(sum(math.log(v) for v in present) / len(present)), 3)
 
 
-def formatformat_table(rows: list[Row], report: dict) -> str:
+def format_table(rows: list[Row], report: dict) -> str:
     header = (f"{'fusion':<34} {'kernels':>7} {'fusecli ms':>10} {'GB/s':>7} {'% copy':>6} "
               f"{'eager ms':>9} {'compile ms':>10} {'x eager':>7} {'x compile':>9}")
     lines = [header, "-" * len(header)]

@@ -159,3 +159,35 @@ def test_debug_shows_traceback(tmp_path):
     path.write_text("import torch\nx = (\n")
     result = CliRunner().invoke(cli, ["--debug", "run", str(path)])
     assert type(result.exception).__name__ == "InputError"  # raised, not turned into a line
+
+
+def test_codegen_check_compiles_the_corpus_or_says_why():
+    pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
+    result = invoke("codegen", str(FUSIONS), "--check")
+    assert result.exit_code == 0, result.output
+    assert "compiled" in result.stdout and "failed" not in result.stdout
+
+
+def test_codegen_prints_readable_kernels():
+    result = invoke("codegen", str(FUSIONS / "gelu_tanh.py"))
+    assert result.exit_code == 0
+    assert 'extern "C" __global__' in result.stdout
+    assert "heuristics:" in result.stdout
+    assert "#include" not in result.stdout  # self-contained
+
+
+def test_bench_without_a_gpu_is_exit_4():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    result = invoke("bench", SEED)
+    assert result.exit_code == 4
+    assert "GPU" in result.stderr
+
+
+def test_run_auto_uses_aten_without_a_gpu_and_says_so_in_json():
+    document = json.loads(invoke("run", SEED, "--json").stdout)
+    segments = document["fusions"][0]["segments"]
+    assert all(s["executor"] == "aten" for s in segments)
+    assert all("fallback" in s for s in segments)
