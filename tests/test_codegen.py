@@ -139,7 +139,7 @@ group += (index_t)gridDim.x * blockDim.x) {
     const float t6 = round_to_bfloat16(t5);  // cast to BFloat16
     const float t0_1 = bfloat16_to_float(t0_vec.v[1]);
     Vec<bfloat16, 8> t6_out;
-    t6_out.v[0] = float_to_bfloat16(t6);
+    t6_out.v[0] = float_to_bfloat16(t5);
     *reinterpret_cast<Vec<bfloat16, 8>*>(&T6[i0 * 16 + i1 * 8]) = t6_out;
   }
 }

@@ -56,6 +56,11 @@ def itemsize(dtype: DataType) -> int:
     return max(1, dt.info(dtype).bits // 8)
 
 
+def itemsize_of_register(dtype: DataType) -> int:
+    """Bytes of ``dtype``'s register type (a float for half and bfloat16)."""
+    return 4 if dtype in _REDUCED else itemsize(dtype)
+
+
 def is_reduced(dtype: DataType) -> bool:
     return dtype in _REDUCED
 
@@ -73,6 +78,21 @@ def store(dtype: DataType, value: str) -> str:
 def rounded(dtype: DataType, value: str) -> str:
     """``value`` rounded to the precision of ``dtype`` (a no-op for full-precision types)."""
     return f"{_REDUCED[dtype][2]}({value})" if dtype in _REDUCED else value
+
+
+def unrounded(dtype: DataType, expression: str) -> str | None:
+    """The argument of ``expression`` if it is ``rounded(dtype, argument)``, else None."""
+    if dtype not in _REDUCED:
+        return None
+    prefix = _REDUCED[dtype][2] + "("
+    if not (expression.startswith(prefix) and expression.endswith(")")):
+        return None
+    inner, depth = expression[len(prefix):-1], 0
+    for character in inner:  # one call around the whole: its parentheses balance inside
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if depth < 0:
+            return None
+    return inner if depth == 0 else None
 
 
 def literal(value: object, dtype: DataType) -> str:

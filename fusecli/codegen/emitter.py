@@ -50,6 +50,10 @@ class Emitter:
         self.vector_accesses: set[str] = set()  # pointers read or written a vector at a time
         # Inputs parked in shared memory: uid -> the tile element at an index, or None.
         self.staged: dict[int, Callable[[tuple[Index, ...]], str | None]] = {}
+        # Values rounded to half or bfloat16 right after computing: name -> (dtype, the value
+        # before rounding). Storing one converts the unrounded value: the same bits, and the
+        # rounding itself is left unused.
+        self.unrounded: dict[str, tuple[DataType, str]] = {}
         self._scopes: list[dict[object, str]] = [{}]
         self._names: set[str] = set()
 
@@ -177,6 +181,11 @@ class Emitter:
         if not self.vectorizable(offset, alignment, dtype):
             element = f"{pointer}[{self.text(offset)}]"
             return self.bind(ctype, base, cdtypes.load(dtype, element))
+        vector = self._vector(pointer, dtype, offset, base)
+        return self.bind(ctype, base, cdtypes.load(dtype, f"{vector}.v[{self.lane}]"))
+
+    def _vector(self, pointer: str, dtype: DataType, offset: Index, base: str) -> str:
+        """The vector of lanes at ``offset`` (vectorizable), loaded once per scope."""
         start = offset.without(LANE)
         key = ("vector", pointer, start.text(None))
         vector = self.recall(key)
@@ -186,11 +195,29 @@ class Emitter:
             vector = self.bind(vtype, f"{base}_vec",
                                f"*reinterpret_cast<const {vtype}*>(&{pointer}[{start.text()}])")
             self.remember(key, vector)
-        return self.bind(ctype, base, cdtypes.load(dtype, f"{vector}.v[{self.lane}]"))
+        return vector
+
+    def preload(self, tensor: TensorView, index: tuple[Index, ...]) -> None:
+        """Issue the vector load of input ``tensor`` at ``index`` here, ahead of its first use:
+        reads in this scope and the ones inside it take the loaded vector. Does nothing for
+        an access that is not one vector (those load where they are used)."""
+        param = self.ctx.input_param(tensor)
+        if param.kind is ArgKind.HOST_SCALAR:
+            return
+        shape = self.ctx.shape(tensor)
+        index = tuple(const(0) if size == 1 else i for i, size in zip(index, shape))
+        layout = self.ctx.layouts[tensor.uid]
+        offset = self.offset(layout.strides, index)
+        if self.vectorizable(offset, layout.alignment, tensor.dtype):
+            self._vector(param.name, tensor.dtype, offset, self.ctx.name(tensor).lower())
 
     def result(self, out: TensorView, expression: str, comment: str) -> str:
-        return self.bind(cdtypes.register_type(out.dtype), self.ctx.name(out).lower(),
+        name = self.bind(cdtypes.register_type(out.dtype), self.ctx.name(out).lower(),
                          expression, comment)
+        inner = cdtypes.unrounded(out.dtype, expression)
+        if inner is not None:
+            self.unrounded[name] = (out.dtype, inner)
+        return name
 
 
 # -- handlers -----------------------------------------------------------------------------------

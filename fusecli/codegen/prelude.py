@@ -1,9 +1,11 @@
 """The C helpers generated kernels may use, each included only where the kernel uses it.
 
-Kernels include no CUDA header: half and bfloat16 are 16-bit structs converted by bit
-manipulation (round to nearest even, NaN and infinity kept), and the few helpers that are more
-than one C expression (NaN-propagating min/max, torch's remainder and shifts, block reductions)
-are written out here. ``prelude_for(body)`` picks the sections whose names the body mentions.
+Kernels include no CUDA header: half and bfloat16 are 16-bit structs, converted on the device
+by the conversion instructions torch's own kernels use (``cvt.rn``: round to nearest even) and
+in the CPU emulator by the same rounding written as bit manipulation. The few helpers that are
+more than one C expression (NaN-propagating min/max, torch's remainder and shifts, block
+reductions) are written out here. ``prelude_for(body)`` picks the sections whose names the body
+mentions.
 """
 
 from __future__ import annotations
@@ -29,10 +31,17 @@ __device__ __forceinline__ float bfloat16_to_float(bfloat16 x) {
 }
 
 __device__ __forceinline__ bfloat16 float_to_bfloat16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // One instruction (what torch's GPU kernels use): round to nearest even, NaN stays NaN.
+  unsigned short bits;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+  return {bits};
+#else
   unsigned int x = __float_as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return {(unsigned short)((x >> 16) | 0x0040u)};  // NaN
   x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest, ties to even
   return {(unsigned short)(x >> 16)};
+#endif
 }
 
 __device__ __forceinline__ float round_to_bfloat16(float f) {
@@ -46,6 +55,11 @@ __device__ __forceinline__ float round_to_bfloat16(float f) {
 struct float16 { unsigned short bits; };
 
 __device__ __forceinline__ float float16_to_float(float16 x) {
+#if defined(__CUDA_ARCH__)
+  float f;  // one instruction: exact
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+#else
   unsigned int sign = ((unsigned int)x.bits & 0x8000u) << 16;
   unsigned int exponent = (x.bits >> 10) & 0x1fu, mantissa = x.bits & 0x3ffu;
   if (exponent == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
@@ -54,9 +68,16 @@ __device__ __forceinline__ float float16_to_float(float16 x) {
     return sign ? -magnitude : magnitude;
   }
   return __uint_as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+#endif
 }
 
 __device__ __forceinline__ float16 float_to_float16(float f) {
+#if defined(__CUDA_ARCH__)
+  // One instruction (what torch's GPU kernels use): round to nearest even, subnormals kept.
+  unsigned short bits;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+  return {bits};
+#else
   unsigned int x = __float_as_uint(f);
   unsigned short sign = (unsigned short)((x >> 16) & 0x8000u);
   unsigned int magnitude = x & 0x7fffffffu;
@@ -68,6 +89,7 @@ __device__ __forceinline__ float16 float_to_float16(float f) {
   unsigned int rebiased = magnitude - 0x38000000u;  // exponent bias 127 -> 15
   unsigned int bits = (rebiased + 0x0fffu + ((rebiased >> 13) & 1u)) >> 13;  // ties to even
   return {(unsigned short)(sign | bits)};
+#endif
 }
 
 __device__ __forceinline__ float round_to_float16(float f) {
@@ -93,6 +115,19 @@ template <typename T> __device__ __forceinline__ T maximum_(T a, T b) {
 template <typename T> __device__ __forceinline__ T minimum_(T a, T b) {
   return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
 }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The same for floats in one instruction (sm_80 and later): NaN if either operand is NaN.
+__device__ __forceinline__ float maximum_(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float minimum_(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
 """,
     ),
     Section(
@@ -171,6 +206,19 @@ template <typename T> __device__ T int_pow_(T base, T exponent) {
 template <typename T> __device__ __forceinline__ T lerp_(T start, T end, T weight) {
   return weight < (T)0.5 ? start + weight * (end - start)
                          : end - (end - start) * ((T)1 - weight);
+}
+""",
+    ),
+    Section(
+        ("prefetch_l2",),
+        r"""
+// Asks L2 for `bytes` bytes (a multiple of 16, 16-byte aligned) at `address`, without waiting:
+// one bulk prefetch on sm_90; nothing elsewhere (it changes no value).
+__device__ __forceinline__ void prefetch_l2(const void* address, unsigned int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(address), "r"(bytes)
+               : "memory");
+#endif
 }
 """,
     ),

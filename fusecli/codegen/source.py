@@ -59,6 +59,7 @@ def store(
     """Write ``values`` (one per lane) of ``tensor`` at ``index`` (LANE marks the lanes)."""
     param = emitter.ctx.output_param(tensor)
     shape = emitter.ctx.shape(tensor)
+    values = [_before_rounding(emitter, tensor, value) for value in values]
     offset = Index()
     for stride, position, size in zip(contiguous_strides(shape), index, shape):
         if size > 1:
@@ -76,3 +77,10 @@ def store(
     for lane, value in enumerate(values):
         element = f"{param.name}[{offset.text(lane)}]"
         emitter.line(f"{element} = {cdtypes.store(tensor.dtype, value)};")
+
+
+def _before_rounding(emitter: Emitter, tensor: TensorView, value: str) -> str:
+    """A value rounded to ``tensor``'s half or bfloat16 type as it was before rounding:
+    converting either for the store gives the same bits, and this skips one rounding."""
+    found = emitter.unrounded.get(value)
+    return found[1] if found is not None and found[0] is tensor.dtype else value

@@ -1,12 +1,14 @@
 """Transpose kernels: tiles staged through shared memory so that both sides stay coalesced.
 
-An input whose contiguous dimension is not the loop's innermost (the output's) is read a
-32 x 32 tile at a time with consecutive threads along *its* contiguous dimension, parked in
-shared memory, and read back transposed while the outputs are computed with consecutive
-threads along the output's. Everything else is computed as in a pointwise kernel; a read of the
-staged input at any other index than the tile's (after a reshape, say) goes to global memory as
-usual. Segments that do not fit (a tile would not divide the two dimensions, several output
-shapes) get the pointwise kernel instead.
+An input whose contiguous dimension is not the loop's innermost (the output's) is read a tile
+at a time (64 x 64, or 32 x 32 where 64 does not divide the dims or the tiles would not fit)
+with consecutive threads along *its* contiguous dimension, parked in shared memory, and read
+back transposed while the outputs are computed with consecutive threads along the output's;
+each thread takes TILE / 32 columns and TILE / 8 rows of the tile, so that many loads are in
+flight. Everything else is computed as in a pointwise kernel; a read of the staged input at any
+other index than the tile's (after a reshape, say) goes to global memory as usual. Segments
+that do not fit (a tile would not divide the two dimensions, several output shapes) get the
+pointwise kernel instead.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from fusecli.codegen.pointwise import build_pointwise, loop_positions
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
 
-TILE = 32
+TILES = (64, 32)  # tile edges, largest first: the first that divides both dims and fits
+COLUMNS = 32  # threads per block along a tile row (a warp): each takes TILE / COLUMNS columns
 ROWS = 8  # thread rows per block: each thread takes TILE / ROWS rows of a tile
 MAX_BLOCKS = 1 << 20
+MAX_TILE_BYTES = 32 * 1024  # static shared memory for the staged tiles of one block
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +38,19 @@ class TilePlan:
     across: int  # the loop dim the staged inputs are contiguous in
     staged: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
     outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
+    tile: int  # the tile's edge
 
     @property
     def tiles(self) -> int:
         total = 1
         for dim, size in enumerate(self.shape):
-            total *= size // TILE if dim in (self.inner, self.across) else size
+            total *= size // self.tile if dim in (self.inner, self.across) else size
         return total
+
+    def within(self) -> list[tuple[int, int]]:
+        """(column offset, row offset) of each element a thread takes in a tile."""
+        return [(column, row) for column in range(0, self.tile, COLUMNS)
+                for row in range(0, self.tile, ROWS)]
 
 
 def build_transpose(ctx: KernelContext, name: str) -> Kernel:
@@ -53,16 +63,20 @@ def build_transpose(ctx: KernelContext, name: str) -> Kernel:
     index_type = index_type_for(ctx, plan.tiles + grid)
     staged = ", ".join(ctx.name(t) for t, _ in plan.staged)
     bits = 32 if index_type == "int" else 64
+    tile, threads = plan.tile, COLUMNS * ROWS
     summary = (
-        f"transpose: loop {list(plan.shape)}, {plan.tiles} tiles of {TILE}x{TILE} over dims "
-        f"{plan.across} and {plan.inner}; {staged} staged through shared memory; block "
-        f"{TILE * ROWS} ({TILE} x {ROWS}, {TILE // ROWS} rows per thread), grid {grid} "
-        f"(grid-stride over tiles); {bits}-bit indexing"
+        f"transpose: loop {list(plan.shape)}, {plan.tiles} tiles of {tile}x{tile} over dims "
+        f"{plan.across} and {plan.inner}; {staged} staged through shared memory "
+        f"({_tile_bytes(plan.staged, tile)} bytes); block {threads} ({COLUMNS} x {ROWS}, "
+        f"{tile // COLUMNS} x {tile // ROWS} elements per thread), grid {grid} (grid-stride "
+        f"over tiles); {bits}-bit indexing"
     )
-    source = assemble(ctx, name, TILE * ROWS, emitter.lines, index_type, summary)
-    shared = sum(TILE * (TILE + 1) * 8 for _ in plan.staged)
-    return Kernel(name, source, (grid, 1, 1), (TILE * ROWS, 1, 1), 0, ctx.params(),
-                  summary + f"; static shared memory up to {shared} bytes")
+    source = assemble(ctx, name, threads, emitter.lines, index_type, summary)
+    return Kernel(name, source, (grid, 1, 1), (threads, 1, 1), 0, ctx.params(), summary)
+
+
+def _tile_bytes(staged, tile: int) -> int:
+    return sum(tile * (tile + 1) * cdtypes.itemsize_of_register(t.dtype) for t, _ in staged)
 
 
 def _plan(ctx: KernelContext) -> TilePlan | None:
@@ -77,7 +91,7 @@ def _plan(ctx: KernelContext) -> TilePlan | None:
             return None
         mapped.append((tensor, positions))
     inner = max(needed, default=None)
-    if inner is None or shape[inner] % TILE:
+    if inner is None:
         return None
     staged, across = [], None
     for tensor in ctx.segment.inputs:
@@ -93,33 +107,37 @@ def _plan(ctx: KernelContext) -> TilePlan | None:
             continue
         across = positions[contiguous[0]]
         staged.append((tensor, positions))
-    if across is None or shape[across] % TILE:
+    if across is None:
         return None
-    return TilePlan(shape, inner, across, tuple(staged), tuple(mapped))
+    for tile in TILES:
+        if (shape[inner] % tile == 0 and shape[across] % tile == 0
+                and _tile_bytes(staged, tile) <= MAX_TILE_BYTES):
+            return TilePlan(shape, inner, across, tuple(staged), tuple(mapped), tile)
+    return None
 
 
 def _emit(emitter: Emitter, plan: TilePlan) -> None:
-    e = emitter
+    e, tile = emitter, plan.tile
     for tensor, _ in plan.staged:
         e.line(f"__shared__ {cdtypes.register_type(tensor.dtype)} "
-               f"tile_{e.ctx.name(tensor)}[{TILE}][{TILE + 1}];  // +1: no bank conflicts")
-    e.line(f"const int column = threadIdx.x % {TILE}, row = threadIdx.x / {TILE};")
+               f"tile_{e.ctx.name(tensor)}[{tile}][{tile + 1}];  // +1: no bank conflicts")
+    e.line(f"const int column = threadIdx.x % {COLUMNS}, row = threadIdx.x / {COLUMNS};")
     header = (f"for (index_t tile = blockIdx.x; tile < {plan.tiles}; "
               "tile += (index_t)gridDim.x)")
     with e.block(header):
         corner = _tile_corner(e, plan)
-        column = e.space.var("column", 0, TILE - 1)
-        for step in range(TILE // ROWS):
-            row = add(e.space.var("row", 0, ROWS - 1), const(step * ROWS))
+        e.line(f"// read the staged inputs along their contiguous dim: {tile // COLUMNS} x "
+               f"{tile // ROWS} elements per thread")
+        for column, row in _offsets(e, plan):
             point = _point(corner, plan, {plan.inner: row, plan.across: column})
             for tensor, positions in plan.staged:
                 value = e.value(tensor, _at(point, positions))
-                e.line(f"tile_{e.ctx.name(tensor)}[{e.text(row)}][column] = {value};")
+                e.line(f"tile_{e.ctx.name(tensor)}[{e.text(row)}][{e.text(column)}] = {value};")
         e.line("__syncthreads();")
         for tensor, positions in plan.staged:
             e.staged[tensor.uid] = _reader(e, plan, corner, tensor, positions)
-        for step in range(TILE // ROWS):
-            row = add(e.space.var("row", 0, ROWS - 1), const(step * ROWS))
+        e.line("// compute and store the outputs along their contiguous dim")
+        for column, row in _offsets(e, plan):
             point = _point(corner, plan, {plan.inner: column, plan.across: row})
             values = [(t, p, e.value(t, _at(point, p))) for t, p in plan.outputs]
             for tensor, positions, value in values:
@@ -128,9 +146,16 @@ def _emit(emitter: Emitter, plan: TilePlan) -> None:
         e.line("__syncthreads();  // the tile is refilled next")
 
 
+def _offsets(e: Emitter, plan: TilePlan) -> list[tuple[Index, Index]]:
+    """(column, row) within the tile of each element this thread takes."""
+    column = e.space.var("column", 0, COLUMNS - 1)
+    row = e.space.var("row", 0, ROWS - 1)
+    return [(add(column, const(c)), add(row, const(r))) for c, r in plan.within()]
+
+
 def _tile_corner(e: Emitter, plan: TilePlan) -> dict[int, Index]:
     """The loop coordinates of the tile's first element, per loop dim."""
-    sizes = [size // TILE if dim in (plan.inner, plan.across) else size
+    sizes = [size // plan.tile if dim in (plan.inner, plan.across) else size
              for dim, size in enumerate(plan.shape)]
     tile = e.space.var("tile", 0, plan.tiles - 1)
     corner: dict[int, Index] = {}
@@ -140,8 +165,8 @@ def _tile_corner(e: Emitter, plan: TilePlan) -> dict[int, Index]:
         position = e.space.remainder(e.space.divide(tile, stride), count)
         tiled = dim in (plan.inner, plan.across)
         name = e.bind("index_t", f"first{dim}" if tiled else f"i{dim}",
-                      f"({position.text()}) * {TILE}" if tiled else position.text())
-        high = plan.shape[dim] - (TILE if tiled else 1)
+                      f"({position.text()}) * {plan.tile}" if tiled else position.text())
+        high = plan.shape[dim] - (plan.tile if tiled else 1)
         corner[dim] = e.space.var(name, 0, high)
     return corner
 
@@ -164,14 +189,12 @@ def _reader(e: Emitter, plan: TilePlan, corner: dict[int, Index], tensor: Tensor
     tile's point of this thread (inner = column, across = row)."""
     def read(index: tuple[Index, ...]) -> str | None:
         requested = tuple(e.text(i) for i in index)
-        for step in range(TILE // ROWS):
-            row = add(e.space.var("row", 0, ROWS - 1), const(step * ROWS))
-            column = e.space.var("column", 0, TILE - 1)
+        for column, row in _offsets(e, plan):
             point = _point(corner, plan, {plan.inner: column, plan.across: row})
             expected = tuple(e.text(i) for i in _at(point, positions))
             if requested == tuple(e.text(const(0)) if s == 1 else t for s, t in
                                   zip(e.ctx.shape(tensor), expected)):
-                return f"tile_{e.ctx.name(tensor)}[column][{e.text(row)}]"
+                return f"tile_{e.ctx.name(tensor)}[{e.text(column)}][{e.text(row)}]"
         return None
 
     return read

@@ -3,8 +3,10 @@
 Per segment: generate a kernel for the actual sizes, strides and alignment (or learn why there
 is none), compile it with NVRTC (cached in memory and on disk by source hash, NVRTC version and
 architecture), allocate the outputs with torch, and launch on torch's current stream with raw
-device pointers. Generation and loading happen once per (segment, input layout); a warm launch
-builds the key, allocates, and calls the kernel.
+device pointers. Generation and loading happen once per (segment, input layout), and so does
+the launch's preparation (``_Launch``: where each argument comes from, a parameter buffer the
+driver reads); a warm launch builds the layout key, allocates the outputs, writes the pointers
+into that buffer and calls the driver's cuLaunchKernel directly.
 
 ``execute_segment_cupy`` returns the segment's outputs, or a ``FallbackReason`` (no generator,
 a failed compile, CPU inputs, fault injection); ``CupyExecutor.run_segment`` applies the
@@ -15,11 +17,14 @@ segment; with ``synchronize`` the executor waits for each kernel so that an asyn
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +76,7 @@ class KernelLaunchError(PipelineError):
 class _Prepared:
     kernel: Kernel
     function: Any
+    launch: _Launch | None = None  # the warm path; None where _launch is replaced (tests)
 
 
 def cupy_available() -> str | None:
@@ -95,6 +101,8 @@ class CupyExecutor:
         self.poison = poison  # fill outputs before each launch: unwritten elements show
         self.modules = ModuleCache(cache_dir)
         self._prepared: dict[tuple, tuple[Any, _Prepared | FallbackReason]] = {}
+        # (candidate id, layout key) -> (candidate, launch, kernel): what a warm launch needs
+        self._warm: dict[tuple, tuple[Any, _Launch, Kernel]] = {}
         self._streams: dict[int, _Stream] = {}
 
     def kernels(self) -> list[Kernel]:
@@ -129,12 +137,22 @@ class CupyExecutor:
             inputs = [env[value.uid] for value in segment.inputs]
         except KeyError:
             return FallbackReason("an input of the segment has not been computed")
+        key = (id(segment.candidate), *map(_layout_key, inputs))
+        warm = self._warm.get(key)
+        if warm is not None and warm[0] is segment.candidate:  # the warm path: launch it
+            return warm[1](segment, inputs, env, ctx, self), warm[2]
         device = self._device(inputs, ctx)
         if device is None:
             return FallbackReason("the segment's tensors are not on a CUDA device")
         prepared = self._prepare(segment, env, ctx, inputs, device)
         if isinstance(prepared, FallbackReason):
             return prepared
+        if prepared.launch is not None:
+            if any(isinstance(value, torch.Tensor) and value.is_cuda for value in inputs):
+                # The layout key names each tensor's device, so it names this device too.
+                self._warm[key] = (segment.candidate, prepared.launch, prepared.kernel)
+            outputs = prepared.launch(segment, inputs, env, ctx, self)
+            return outputs, prepared.kernel
         values, outputs = kernel_arguments(prepared.kernel, env, ctx, device, self.poison)
         self._launch(segment, prepared, values, device)
         return outputs, prepared.kernel
@@ -151,6 +169,8 @@ class CupyExecutor:
         else:
             try:
                 prepared = _Prepared(kernel, self._load(kernel, device))
+                if type(self)._launch is CupyExecutor._launch:  # the real device, not a stand-in
+                    prepared.launch = _Launch.plan(segment, prepared, device)
             except CompileError as error:
                 prepared = FallbackReason(f"the kernel failed to compile: {error}")
             except Exception as error:  # CuPy could not load the CUBIN on this device
@@ -170,7 +190,7 @@ class CupyExecutor:
     def _device(self, inputs: Sequence[Any], ctx: ExecutionContext) -> torch.device | None:
         """The CUDA device the segment runs on; None when its tensors are elsewhere."""
         for value in inputs:
-            if isinstance(value, torch.Tensor) and value.device.type == "cuda":
+            if isinstance(value, torch.Tensor) and value.is_cuda:
                 return value.device
         device = torch.device(ctx.device)
         dimensioned_elsewhere = any(isinstance(v, torch.Tensor) and v.dim() > 0 for v in inputs)
@@ -187,9 +207,19 @@ class CupyExecutor:
         try:
             prepared.function(kernel.grid, kernel.block, arguments,
                               shared_mem=kernel.shared_mem, stream=stream)
-            if self.synchronize:
-                torch.cuda.synchronize(device)
-        except Exception as error:  # CuPy's CUDADriverError, torch's RuntimeError
+        except Exception as error:  # CuPy's CUDADriverError
+            raise KernelLaunchError(
+                f"segment {segment.id} ({segment.scheduler}): kernel {kernel.name} failed: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+        if self.synchronize:
+            self._wait(segment, kernel, device)
+
+    def _wait(self, segment: Any, kernel: Kernel, device: torch.device) -> None:
+        """Wait for the kernel: a fault while it ran is reported against its segment."""
+        try:
+            torch.cuda.synchronize(device)
+        except Exception as error:  # torch's RuntimeError (an illegal address, say)
             raise KernelLaunchError(
                 f"segment {segment.id} ({segment.scheduler}): kernel {kernel.name} failed: "
                 f"{type(error).__name__}: {error}"
@@ -202,6 +232,128 @@ class CupyExecutor:
         if stream is None:
             stream = self._streams[pointer] = _Stream(pointer)
         return stream
+
+
+# ctypes type of each scalar parameter's register type, for writing it into a launch buffer
+_SLOT_TYPES: dict[str, Any] = {
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "long long": ctypes.c_longlong,
+    "int": ctypes.c_int32,
+    "unsigned long long": ctypes.c_uint64,
+    "bool": ctypes.c_bool,
+}
+
+
+class _Launch:
+    """One kernel's warm launch, planned once per (segment, input layout).
+
+    The kernel's parameters live in one buffer of 8-byte slots, with the array of their
+    addresses that cuLaunchKernel reads (it copies each parameter's size from its slot). Per
+    launch: input pointers and scalars are written into their slots, outputs are allocated and
+    theirs written too, and the driver is called on torch's current stream. A lock keeps two
+    threads from filling one buffer at once.
+    """
+
+    __slots__ = ("kernel", "device", "index", "function", "address", "grid", "block", "shared",
+                 "slots", "pointers", "params", "inputs", "outputs", "others", "lock", "direct")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.direct: str | None = None  # why the driver's launch failed, once it has
+
+    @classmethod
+    def plan(cls, segment: Any, prepared: _Prepared, device: torch.device) -> _Launch | None:
+        """The plan, or None where the function is not a CuPy function (no driver pointer)."""
+        kernel = prepared.kernel
+        address = getattr(prepared.function, "ptr", None)
+        if not isinstance(address, int):
+            return None
+        positions = {value.uid: number for number, value in enumerate(segment.inputs)}
+        launch = cls()
+        launch.kernel = kernel
+        launch.device = device
+        launch.index = device.index if device.index is not None else torch.cuda.current_device()
+        launch.function = prepared.function
+        launch.address = address
+        launch.grid, launch.block, launch.shared = kernel.grid, kernel.block, kernel.shared_mem
+        count = max(1, len(kernel.args))
+        launch.slots = (ctypes.c_uint64 * count)()
+        base = ctypes.addressof(launch.slots)
+        launch.pointers = (ctypes.c_void_p * count)(*(base + 8 * n for n in range(count)))
+        launch.params = ctypes.addressof(launch.pointers)
+        launch.inputs, launch.outputs, launch.others = [], [], []
+        for slot, param in enumerate(kernel.args):
+            if param.kind is ArgKind.INPUT:
+                if param.value.uid not in positions:
+                    return None
+                launch.inputs.append((slot, positions[param.value.uid]))
+            elif param.kind is ArgKind.OUTPUT:
+                launch.outputs.append((slot, param.value.uid, param.shape,
+                                       dt.to_torch(param.dtype)))
+            else:
+                typed = (None if param.kind is ArgKind.HOST_VALUE
+                         else _SLOT_TYPES[param.ctype].from_buffer(launch.slots, 8 * slot))
+                launch.others.append((slot, param, typed))
+        return launch
+
+    def __call__(self, segment: Any, inputs: list[Any], env: MutableMapping[int, object],
+                 ctx: ExecutionContext, executor: CupyExecutor) -> dict[int, torch.Tensor]:
+        device, slots = self.device, self.slots
+        outputs: dict[int, torch.Tensor] = {}
+        keep = []  # host-drawn values: alive until the launch is queued
+        with self.lock:
+            for slot, position in self.inputs:
+                slots[slot] = inputs[position].data_ptr()
+            for slot, uid, shape, dtype in self.outputs:
+                tensor = torch.empty(shape, dtype=dtype, device=device)
+                if executor.poison:
+                    poison_tensor(tensor)
+                outputs[uid] = tensor
+                slots[slot] = tensor.data_ptr()
+            for slot, param, typed in self.others:
+                if typed is None:
+                    values = _host_values(param, env, ctx, device)
+                    keep.append(values)
+                    slots[slot] = values.data_ptr()
+                else:
+                    source = env[param.value.uid] if param.kind is ArgKind.HOST_SCALAR else (
+                        value_of(param.value, env))
+                    number = source.item() if isinstance(source, torch.Tensor) else source
+                    typed.value = _PACK[param.ctype](number)
+            stream = torch._C._cuda_getCurrentRawStream(self.index)
+            try:
+                self._enqueue(stream)
+            except Exception as error:  # CuPy's CUDADriverError
+                raise KernelLaunchError(
+                    f"segment {segment.id} ({segment.scheduler}): kernel "
+                    f"{self.kernel.name} failed: {type(error).__name__}: {error}"
+                ) from error
+        if executor.synchronize:
+            executor._wait(segment, self.kernel, device)
+        return outputs
+
+    def _enqueue(self, stream: int) -> None:
+        grid, block = self.grid, self.block
+        if self.direct is None:
+            try:
+                _driver().launchKernel(self.address, grid[0], grid[1], grid[2], block[0],
+                                       block[1], block[2], self.shared, stream, self.params, 0)
+                return
+            except Exception as error:
+                # No current CUDA context on this thread, say: CuPy's own launch makes one
+                # current. A launch the kernel itself refuses fails there again, and says so.
+                self.direct = f"{type(error).__name__}: {error}"
+        # Each slot goes as 8 bytes, of which the driver copies the parameter's size.
+        arguments = tuple(int(value) for value in self.slots)
+        self.function(grid, block, arguments, shared_mem=self.shared, stream=_Stream(stream))
+
+
+@cache
+def _driver() -> Any:
+    from cupy.cuda import driver
+
+    return driver
 
 
 class _Stream:
@@ -346,5 +498,6 @@ def _layout_key(value: Any) -> tuple:
     if not isinstance(value, torch.Tensor):
         return (type(value),)
     address = value.data_ptr()
-    return (value.dtype, value.device.type, tuple(value.shape), value.stride(),
-            address % 16, address == 0)
+    # get_device(): -1 on the CPU, else the CUDA device's index
+    return (value.dtype, value.get_device(), value.shape, value.stride(), address % 16,
+            address == 0)
