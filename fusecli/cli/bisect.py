@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from fusecli.cli.main import Context, guarded, warn_fault_injection
+from fusecli.cli.main import debug_enabled, guarded, warn_fault_injection
 
 _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 
@@ -98,7 +98,7 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
         raise InputError("--command and --repo go with --git GOOD BAD")
     warn_fault_injection()  # said once here; the library's warning would repeat it
     warnings.filterwarnings("ignore", category=FaultInjectionWarning)
-    debug = click.get_current_context().find_object(Context).debug
+    debug = debug_enabled()
     run_options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
         float64_tiebreak=not no_tiebreak, debug=debug,

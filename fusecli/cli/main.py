@@ -20,6 +20,12 @@ class Context:
         self.debug = debug
 
 
+def debug_enabled() -> bool:
+    """Whether ``fusecli --debug`` was given (tracebacks instead of one-line errors)."""
+    context = click.get_current_context().find_object(Context)
+    return context is not None and context.debug
+
+
 def fail(message: str, exit_code: int) -> None:
     """Print ``fusecli: error: message`` on stderr and exit; never above 125."""
     click.echo(f"fusecli: error: {message}", err=True)
@@ -34,7 +40,7 @@ def guarded(command: Callable[..., int]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         from fusecli.errors import FusecliError
 
-        debug = click.get_current_context().find_object(Context).debug
+        debug = debug_enabled()
         try:
             code = command(*args, **kwargs)
         except FusecliError as error:
@@ -98,7 +104,3 @@ def register() -> None:
 def main() -> None:
     register()
     cli(prog_name="fusecli")
-
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from fusecli.cli.main import Context, guarded, warn_fault_injection
+from fusecli.cli.main import debug_enabled, guarded, warn_fault_injection
 
 
 @click.command()
@@ -30,7 +30,8 @@ from fusecli.cli.main import Context, guarded, warn_fault_injection
               help="Do not run the float64 reference to excuse results closer to float64.")
 @click.option("-v", "--verbose", is_flag=True, help="Also show each fusion's inputs.")
 @click.option("--strict", is_flag=True,
-              help="A segment the cupy executor cannot run is an error (exit 3), not ATen.")
+              help="A kernel-scheduler segment the cupy executor cannot run is an error "
+              "(exit 3) instead of running on ATen (expr_eval segments are ATen by design).")
 @click.option("--junit", type=click.Path(path_type=Path), default=None,
               help="Also write a JUnit XML report here (one testcase per fusion).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -60,7 +61,7 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
         float64_tiebreak=not no_tiebreak, strict=strict,
-        debug=click.get_current_context().find_object(Context).debug,
+        debug=debug_enabled(),
     )
     selected = parse_shard(shard)
     errors = Console(stderr=True)

@@ -22,13 +22,13 @@ from fusecli.codegen.transpose import build_transpose
 
 # Schedulers whose segments run on ATen by design: matmuls and attention through cuBLAS and
 # cuDNN, as nvFuser's expr_eval does, and segments that compute nothing new (no_op).
-_ATEN_SCHEDULERS = ("expr_eval", "matmul", "no_op")
+ATEN_SCHEDULERS = ("expr_eval", "matmul", "no_op")
 
 
 def generate(segment: Any, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | Unsupported:
     """A kernel for ``segment`` specialized to ``sizes`` and the ``inputs`` tensors (in
     ``segment.inputs`` order), or why there is none."""
-    if segment.scheduler in _ATEN_SCHEDULERS:
+    if segment.scheduler in ATEN_SCHEDULERS:
         return Unsupported(f"{segment.scheduler} segments run on ATen")
     name = f"fusecli_{segment.scheduler}_s{segment.id}"
     try:

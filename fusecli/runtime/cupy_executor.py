@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fusecli.codegen import ArgKind, Kernel, Unsupported, generate
+from fusecli.codegen import ATEN_SCHEDULERS, ArgKind, Kernel, Unsupported, generate
 from fusecli.codegen.nvrtc import CompileError, compile_source
 from fusecli.codegen.nvrtc import version as nvrtc_version
 from fusecli.errors import MissingEnvironmentError, PipelineError
@@ -112,10 +112,14 @@ class CupyExecutor:
 
     def run_segment(self, segment: Any, env: MutableMapping[int, object],
                     ctx: ExecutionContext) -> SegmentOutcome:
-        """Run ``segment``, on ATen when it has no kernel (PipelineError instead if strict)."""
+        """Run ``segment``, on ATen when it has no kernel (PipelineError instead if strict).
+
+        Segments whose scheduler runs ATen by design (expr_eval, as in nvFuser) are not
+        fallbacks: ``strict`` lets them be.
+        """
         result = self.execute_segment(segment, env, ctx)
         if isinstance(result, FallbackReason):
-            if self.strict:
+            if self.strict and segment.scheduler not in ATEN_SCHEDULERS:
                 raise PipelineError(
                     f"segment {segment.id} ({segment.scheduler}) has no CUDA kernel: "
                     f"{result.reason}"

@@ -1,0 +1,5 @@
+"""``python -m fusecli``: the same as the ``fusecli`` command."""
+
+from fusecli.cli.main import main
+
+main()
