@@ -173,9 +173,9 @@ def main() -> None:
     if not args.no_corpus:
         for path in discover([ROOT / "fusions"]):
             for loaded in load_path(path, device="cuda"):
-                rows.append(measure(path.name, loaded.fusion, loaded.inputs,
-                                    reference_function(loaded.fusion), executor, args.repeat,
-                                    copy_gbps, args.compile_corpus))
+                baseline = reference_function(loaded.fusion, list(loaded.inputs))
+                rows.append(measure(path.name, loaded.fusion, loaded.inputs, baseline,
+                                    executor, args.repeat, copy_gbps, args.compile_corpus))
     report = make_report(rows, copy_gbps, executor)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
