@@ -132,7 +132,6 @@ def _error_outcome(path: str, name: str, error: FusecliError) -> FusionOutcome:
 
 def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
     """Execute one loaded fusion and compare each output with the reference."""
-    from fusecli.compare import compare_tensors, tolerance_for
     from fusecli.reference import run_reference
     from fusecli.runtime.segmented import run_fusion
 
@@ -164,20 +163,36 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
         outcome.status, outcome.error, outcome.exit_code = "error", str(error), error.exit_code
         outcome.seconds = time.perf_counter() - started
         return outcome
-    reductions = reduction_sizes(fusion, loaded.inputs)
-    for index, (got, want) in enumerate(zip(actual, expected)):
-        tolerance = tolerance_for(
-            want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol
-        )
-        diff = compare_tensors(
-            got, want, tolerance=tolerance,
-            float64_reference=precise[index] if precise is not None else None,
-        )
-        outcome.outputs.append(diff)
+    outcome.outputs = diff_outputs(fusion, loaded.inputs, actual, expected, precise, options)
     if not all(d.ok for d in outcome.outputs):
         outcome.status, outcome.exit_code = "mismatch", EXIT_MISMATCH
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def diff_outputs(
+    fusion: Any,
+    inputs: Sequence[Any],
+    actual: Sequence[Any],
+    expected: Sequence[Any],
+    precise: Sequence[Any] | None,
+    options: RunOptions,
+) -> list[Any]:
+    """Each output against the reference: tolerances by dtype and reduction size, and the
+    float64 reference (``precise``) as tie-break. One ``OutputDiff`` per output."""
+    from fusecli.compare import compare_tensors, tolerance_for
+
+    reductions = reduction_sizes(fusion, inputs)
+    diffs = []
+    for index, (got, want) in enumerate(zip(actual, expected)):
+        tolerance = tolerance_for(
+            want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol
+        )
+        diffs.append(compare_tensors(
+            got, want, tolerance=tolerance,
+            float64_reference=precise[index] if precise is not None else None,
+        ))
+    return diffs
 
 
 def _clone(inputs: Sequence[Any]) -> list[Any]:

@@ -152,24 +152,12 @@ def compare_outputs(
     options: RunOptions,
 ) -> list[str]:
     """One line per output that does not match (``fusecli run``'s tolerances and tie-break)."""
-    from fusecli.compare import compare_tensors, tolerance_for
-    from fusecli.pipeline import reduction_sizes
+    from fusecli.pipeline import diff_outputs
 
     if len(actual) != len(expected):
         return [f"{len(actual)} outputs, the reference has {len(expected)}"]
-    reductions = reduction_sizes(fusion, inputs)
-    failing = []
-    for index, (got, want) in enumerate(zip(actual, expected)):
-        tolerance = tolerance_for(
-            want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol
-        )
-        diff = compare_tensors(
-            got, want, tolerance=tolerance,
-            float64_reference=precise[index] if precise is not None else None,
-        )
-        if not diff.ok:
-            failing.append(f"output {index}: {diff.summary()}")
-    return failing
+    diffs = diff_outputs(fusion, inputs, actual, expected, precise, options)
+    return [f"output {i}: {d.summary()}" for i, d in enumerate(diffs) if not d.ok]
 
 
 def run_under_test(
