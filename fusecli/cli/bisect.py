@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from fusecli.cli.main import debug_enabled, guarded, warn_fault_injection
+from fusecli.cli.options import execution_options
 
 _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 
@@ -45,18 +46,7 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
               help="Start each question's interpreter from scratch (about 1.5 s each) "
               "instead of forking it from a preloaded one.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.option("--executor", type=click.Choice(["auto", "aten", "cupy"]), default="auto",
-              show_default=True, help="The executor under test.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
-              show_default=True, help="Where scripts' CUDA tensors go.")
-@click.option("--rules", type=click.Choice(["nvfuser", "nvfuser-2024"]), default="nvfuser",
-              show_default=True, help="Rule profile the segmenter uses.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed for scripts' random inputs and for unseeded random ops.")
-@click.option("--rtol", type=float, default=None, help="Override the relative tolerance.")
-@click.option("--atol", type=float, default=None, help="Override the absolute tolerance.")
-@click.option("--no-tiebreak", is_flag=True,
-              help="Do not run the float64 reference to excuse results closer to float64.")
+@execution_options
 @guarded
 def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, repeat, jobs, mode,
            no_shrink, max_queries, output, in_process, no_fork, as_json, executor, device, rules,

@@ -7,27 +7,13 @@ from pathlib import Path
 import click
 
 from fusecli.cli.main import debug_enabled, guarded, warn_fault_injection
+from fusecli.cli.options import execution_options
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.option(
-    "--executor", type=click.Choice(["auto", "aten", "cupy"]), default="auto", show_default=True,
-    help="How segments execute: generated CUDA kernels (cupy) or ATen; auto picks.",
-)
-@click.option(
-    "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
-    help="Where scripts' CUDA tensors go; auto maps them to the CPU when there is no GPU.",
-)
-@click.option("--rules", type=click.Choice(["nvfuser", "nvfuser-2024"]), default="nvfuser",
-              show_default=True, help="Rule profile the segmenter uses.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed for scripts' random inputs and for unseeded random ops.")
-@click.option("--rtol", type=float, default=None, help="Override the relative tolerance.")
-@click.option("--atol", type=float, default=None, help="Override the absolute tolerance.")
-@click.option("--no-tiebreak", is_flag=True,
-              help="Do not run the float64 reference to excuse results closer to float64.")
+@execution_options
 @click.option("-v", "--verbose", is_flag=True, help="Also show each fusion's inputs.")
 @click.option("--strict", is_flag=True,
               help="A kernel-scheduler segment the cupy executor cannot run is an error "
