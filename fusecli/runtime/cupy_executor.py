@@ -72,6 +72,14 @@ class KernelLaunchError(PipelineError):
     """A generated kernel failed to launch or to run (exit code 3)."""
 
 
+def launch_error(segment: Any, kernel: Kernel, error: Exception) -> KernelLaunchError:
+    """The error naming the segment and kernel whose launch raised ``error``."""
+    return KernelLaunchError(
+        f"segment {segment.id} ({segment.scheduler}): kernel {kernel.name} failed: "
+        f"{type(error).__name__}: {error}"
+    )
+
+
 @dataclass(slots=True)
 class _Prepared:
     kernel: Kernel
@@ -212,10 +220,7 @@ class CupyExecutor:
             prepared.function(kernel.grid, kernel.block, arguments,
                               shared_mem=kernel.shared_mem, stream=stream)
         except Exception as error:  # CuPy's CUDADriverError
-            raise KernelLaunchError(
-                f"segment {segment.id} ({segment.scheduler}): kernel {kernel.name} failed: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+            raise launch_error(segment, kernel, error) from error
         if self.synchronize:
             self._wait(segment, kernel, device)
 
@@ -224,10 +229,7 @@ class CupyExecutor:
         try:
             torch.cuda.synchronize(device)
         except Exception as error:  # torch's RuntimeError (an illegal address, say)
-            raise KernelLaunchError(
-                f"segment {segment.id} ({segment.scheduler}): kernel {kernel.name} failed: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+            raise launch_error(segment, kernel, error) from error
 
     def _stream(self, device: torch.device) -> _Stream:
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -329,10 +331,7 @@ class _Launch:
             try:
                 self._enqueue(stream)
             except Exception as error:  # CuPy's CUDADriverError
-                raise KernelLaunchError(
-                    f"segment {segment.id} ({segment.scheduler}): kernel "
-                    f"{self.kernel.name} failed: {type(error).__name__}: {error}"
-                ) from error
+                raise launch_error(segment, self.kernel, error) from error
         if executor.synchronize:
             executor._wait(segment, self.kernel, device)
         return outputs
