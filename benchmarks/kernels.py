@@ -1,6 +1,6 @@
 """Generated kernels against eager torch and torch.compile, on the GPU, in one run.
 
-The measuring is ``fusecli.bench`` (also behind ``fusecli bench PATH...``); this script adds
+The measuring is ``fusecli.app.bench`` (also behind ``fusecli bench PATH...``); this script adds
 large synthetic fusions with hand-written torch baselines, for the issue's speed targets.
 
 For each fusion (synthetic large bf16 ones, then the corpus) it times three executions of the
@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from fusecli.bench import (
+from fusecli.app.bench import (
     Row,
     copy_bandwidth,
     format_table,

@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fusecli.cli.bisect import bisect
-from fusecli.cli.main import cli, register
-from fusecli.corpus import (
+from fusecli.app.corpus import (
     cluster_failures,
     parse_shard,
     run_corpus,
     select_shard,
 )
+from fusecli.app.pipeline import RunOptions, run_paths
+from fusecli.cli.bisect import bisect
+from fusecli.cli.main import cli, register
 from fusecli.errors import InputError
 from fusecli.load import discover
-from fusecli.pipeline import RunOptions, run_paths
 from fusecli.report.junit import write_junit
 from fusecli.report.run_view import clusters_record
 

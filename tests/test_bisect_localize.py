@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.driver import BisectOptions, bisect_path
 from fusecli.bisect.oracle import Oracle
@@ -19,7 +20,6 @@ from fusecli.bisect.questions import Question
 from fusecli.bisect.random_fusion import random_fusion, write_random_fusion
 from fusecli.errors import InputError
 from fusecli.load import load_path
-from fusecli.pipeline import RunOptions
 
 FUSIONS = Path(__file__).resolve().parent.parent / "fusions"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from fusecli.app.codegen_check import check_fusion
 from fusecli.codegen import Kernel, Sizes, Unsupported, cdtypes, emulate, generate, nvrtc
-from fusecli.codegen.check import check_fusion
 from fusecli.codegen.indexing import IndexSpace, add, scale
 from fusecli.codegen.prelude import prelude_for
 from fusecli.compare import compare_tensors, tolerance_for

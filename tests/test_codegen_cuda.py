@@ -128,7 +128,7 @@ def _tiny_fusion():
 
 
 def test_warm_launches_cost_little_host_time(tmp_path: Path) -> None:
-    from fusecli.bench import launch_overhead  # the benchmark's own measurement
+    from fusecli.app.bench import launch_overhead  # the benchmark's own measurement
 
     microseconds = launch_overhead(CupyExecutor(cache_dir=tmp_path))
     assert microseconds < 100, f"{microseconds:.1f} µs per warm launch"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fusecli.explain import ExplainOptions, explain_path
+from fusecli.app.explain import ExplainOptions, explain_path
 from fusecli.report.segmentation_view import nvfuser_log
 
 ROOT = Path(__file__).resolve().parent.parent

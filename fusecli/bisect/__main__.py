@@ -41,9 +41,9 @@ def _say(prefix: str, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from fusecli.app.pipeline import RunOptions
     from fusecli.bisect.check import Verdict, evaluate, load_verdict
     from fusecli.bisect.questions import load_source
-    from fusecli.pipeline import RunOptions
 
     options = RunOptions(
         executor=args.executor, device=args.device, seed=args.seed, rtol=args.rtol,

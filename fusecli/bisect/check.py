@@ -10,13 +10,13 @@ crosses a process boundary as one line of JSON.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fusecli.pipeline import RunOptions
+from fusecli.app.corpus import normalize_message
+from fusecli.app.pipeline import RunOptions
 
 # Statuses. pass: outputs match; mismatch: some output does not; crash: the executor under test
 # raised; hang: no answer within the timeout; died: the interpreter itself died (a signal, an
@@ -60,21 +60,6 @@ class Verdict:
     @staticmethod
     def from_json(text: str) -> Verdict:
         return Verdict(**json.loads(text))
-
-
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+-]+)+")
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
-_NAME = re.compile(r"\b[TSV]\d+\b")
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-
-
-def normalize_message(message: str) -> str:
-    """The message with what changes from run to run or step to step replaced: paths,
-    addresses, value names and numbers (expr positions shift as exprs are removed)."""
-    text = _PATH.sub("<path>", message.strip())
-    text = _HEX.sub("<addr>", text)
-    text = _NAME.sub("<val>", text)
-    return _NUMBER.sub("N", text)
 
 
 def first_line(error: BaseException) -> str:
@@ -152,7 +137,7 @@ def compare_outputs(
     options: RunOptions,
 ) -> list[str]:
     """One line per output that does not match (``fusecli run``'s tolerances and tie-break)."""
-    from fusecli.pipeline import diff_outputs
+    from fusecli.app.pipeline import diff_outputs
 
     if len(actual) != len(expected):
         return [f"{len(actual)} outputs, the reference has {len(expected)}"]

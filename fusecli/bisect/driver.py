@@ -21,12 +21,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.oracle import Answer, Oracle, Target
 from fusecli.bisect.questions import Question, shell_line
 from fusecli.bisect.results import BisectReport, GitReport, Minimized, Progress, Tracker
 from fusecli.bisect.selection import Slicer
 from fusecli.errors import InputError, MissingEnvironmentError
-from fusecli.pipeline import RunOptions
 
 MODES = ("all", "segments", "minimize")
 

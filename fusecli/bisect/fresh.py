@@ -33,7 +33,7 @@ PHASE_LINE, VERDICT_LINE = "FUSECLI_PHASE ", "FUSECLI_VERDICT "
 PRELOAD = (
     "torch", "fusecli.bisect.__main__", "fusecli.bisect.check", "fusecli.bisect.questions",
     "fusecli.load", "fusecli.reference", "fusecli.compare", "fusecli.runtime",
-    "fusecli.runtime.segmented", "fusecli.segment.segmenter", "fusecli.pipeline",
+    "fusecli.runtime.segmented", "fusecli.segment.segmenter", "fusecli.app.pipeline",
 )
 
 

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.check import FAILURES, Verdict, evaluate, load_verdict
 from fusecli.bisect.fresh import can_fork, run_exec, zygotes
 from fusecli.bisect.questions import (
@@ -32,7 +33,6 @@ from fusecli.bisect.questions import (
     load_source,
     write_bundle,
 )
-from fusecli.pipeline import RunOptions
 
 KINDS = ("auto", "accuracy", "crash", "hang", "any")
 

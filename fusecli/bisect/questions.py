@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusecli.pipeline import RunOptions
+from fusecli.app.pipeline import RunOptions
 
 BUNDLE_FORMAT = "fusecli-bisect-question/1"
 BUNDLE_SUFFIX = ".pt"

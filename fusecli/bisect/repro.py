@@ -14,9 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Target
-from fusecli.pipeline import RunOptions
 
 EXACT_LIMIT = 1 << 20
 

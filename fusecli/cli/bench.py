@@ -30,7 +30,7 @@ def bench(paths, repeat, no_compile, as_json) -> int:
     """
     from rich.console import Console
 
-    from fusecli.bench import bench_paths, format_table
+    from fusecli.app.bench import bench_paths, format_table
 
     errors = Console(stderr=True)
     with errors.status("benchmarking...") as status:

@@ -71,10 +71,10 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
     """
     from rich.console import Console
 
+    from fusecli.app.pipeline import RunOptions
     from fusecli.bisect.driver import BisectOptions, GitRange, run_bisect
     from fusecli.bisect.results import GitReport
     from fusecli.errors import InputError
-    from fusecli.pipeline import RunOptions
     from fusecli.report.bisect_view import (
         bisect_json,
         git_json,

@@ -33,7 +33,7 @@ def codegen(paths, check, rules, arch, device) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from fusecli.codegen.check import check_fusion
+    from fusecli.app.codegen_check import check_fusion
     from fusecli.load import discover, load_path
 
     console = Console()

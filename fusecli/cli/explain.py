@@ -45,8 +45,8 @@ def explain(path, rules, disabled, fuse_matmul, disable_matmul_expr_eval, view, 
     """
     from rich.console import Console
 
+    from fusecli.app.explain import ExplainOptions, explain_path
     from fusecli.errors import InputError
-    from fusecli.explain import ExplainOptions, explain_path
     from fusecli.report.segmentation_view import (
         dot_graph,
         explain_record,

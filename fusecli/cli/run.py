@@ -37,8 +37,8 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     """
     from rich.console import Console
 
-    from fusecli.corpus import cluster_failures, parse_shard, run_corpus
-    from fusecli.pipeline import RunOptions
+    from fusecli.app.corpus import cluster_failures, parse_shard, run_corpus
+    from fusecli.app.pipeline import RunOptions
     from fusecli.report.json_view import run_report_json
     from fusecli.report.junit import write_junit
     from fusecli.report.run_view import render_clusters, render_run

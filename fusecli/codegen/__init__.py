@@ -3,7 +3,7 @@
 ``generate(segment, sizes, inputs)`` returns a ``Kernel`` (source, launch, argument plan,
 heuristics) or ``Unsupported(reason)``; the runtime compiles the first and falls back to ATen
 on the second. ``fusecli.codegen.nvrtc.compile_source`` compiles a kernel without a GPU,
-``fusecli.codegen.check.check_fusion`` does so for every segment of a fusion, and
+``fusecli.app.codegen_check.check_fusion`` does so for every segment of a fusion, and
 ``fusecli.codegen.emulate`` runs a kernel on the CPU (tests).
 
 Segments with reductions get ``reduction.py``'s kernels (inner reductions and normalizations);

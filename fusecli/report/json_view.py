@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fusecli.pipeline import FusionOutcome, RunReport
+from fusecli.app.pipeline import FusionOutcome, RunReport
 
 
 def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from fusecli.pipeline import FusionOutcome, RunReport
+from fusecli.app.pipeline import FusionOutcome, RunReport
 
 
 def junit_xml(report: RunReport, suite: str = "fusecli") -> str:
-    from fusecli.corpus import failure_signature
+    from fusecli.app.corpus import failure_signature
 
     cases = [_testcase(outcome, failure_signature(outcome)) for outcome in report.fusions]
     failures = sum(1 for o in report.fusions if o.status == "mismatch")

@@ -9,8 +9,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from fusecli.corpus import Cluster
-from fusecli.pipeline import FusionOutcome, RunReport
+from fusecli.app.corpus import Cluster
+from fusecli.app.pipeline import FusionOutcome, RunReport
 
 _STATUS_STYLE = {"pass": "bold green", "mismatch": "bold red", "error": "bold yellow"}
 

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from fusecli.explain import ExplainOutcome
+from fusecli.app.explain import ExplainOutcome
 from fusecli.ir.printer import Namer, print_exprs, print_fusion, tensor_str
 from fusecli.segment.result import LogEntry, SegmentedFusion
 

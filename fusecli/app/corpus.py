@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fusecli.app.pipeline import FusionOutcome, RunOptions, RunReport
 from fusecli.errors import InputError
-from fusecli.pipeline import FusionOutcome, RunOptions, RunReport
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -51,9 +52,9 @@ def run_corpus(
     progress: Callable[[str], None] | None = None,
 ) -> RunReport:
     """Run every fusion under ``paths`` (this shard of them) with ``jobs`` worker processes."""
+    from fusecli.app.pipeline import run_paths
     from fusecli.errors import FusecliError
     from fusecli.load import discover
-    from fusecli.pipeline import run_paths
 
     if isinstance(shard, str):
         shard = parse_shard(shard)
@@ -107,7 +108,7 @@ def _start_worker(slots: multiprocessing.Queue, threads: int) -> None:
 
 
 def _run_file(path: Path, options: RunOptions) -> list[FusionOutcome]:
-    from fusecli.pipeline import run_paths
+    from fusecli.app.pipeline import run_paths
 
     return run_paths([path], options).fusions
 
@@ -125,10 +126,23 @@ class Cluster:
         return len(self.members)
 
 
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+-]+)+")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_NAME = re.compile(r"\b[TSV]\d+\b")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def normalize_message(message: str) -> str:
+    """The message with what changes from run to run or step to step replaced: paths,
+    addresses, value names and numbers (expr positions shift as exprs are removed)."""
+    text = _PATH.sub("<path>", message.strip())
+    text = _HEX.sub("<addr>", text)
+    text = _NAME.sub("<val>", text)
+    return _NUMBER.sub("N", text)
+
+
 def failure_signature(outcome: FusionOutcome) -> str | None:
     """What a failing fusion's failure looks like, with incidental detail removed."""
-    from fusecli.bisect.check import normalize_message
-
     if outcome.status == "error":
         return f"error: {normalize_message(outcome.error or '')}"
     if outcome.status != "mismatch":
