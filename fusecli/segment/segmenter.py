@@ -17,25 +17,19 @@ The decision log records every candidate and every verdict, but only when asked 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
+from fusecli.segment.diagnosis import advise
+from fusecli.segment.groups import Group, GroupGraph
+from fusecli.segment.lowering import lower_for_profile
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
-from fusecli.segment.schedulers import propose
+from fusecli.segment.schedulers import check, propose
 
 _FORWARDABLE = frozenset({OpKind.UNARY, OpKind.CAST})
-
-
-@dataclass(eq=False, slots=True)
-class _Group:
-    exprs: list[Expr]
-    scheduler: str | None = None
-    level: int = 0
-    merged: bool = False
-    alive: bool = True
 
 
 class Segmenter:
@@ -47,8 +41,6 @@ class Segmenter:
         switches: Switches | None = None,
         keep_log: bool = False,
     ) -> None:
-        from fusecli.segment.lowering import lower_for_profile
-
         self.profile = PROFILES[profile]
         self.fusion = lower_for_profile(fusion, self.profile)
         self.graph = FusionGraph(self.fusion)
@@ -56,11 +48,8 @@ class Segmenter:
             RuntimeInfo(self.fusion, inputs), self.profile, switches or Switches()
         )
         self.log: list[LogEntry] | None = [] if keep_log else None
-        self.groups: list[_Group] = []
-        self.group_of: dict[int, _Group] = {}  # expr uid -> group
+        self.groups = GroupGraph(self.graph)
         self.forwarded: list[list[Expr]] = []
-        self._producer_cache: dict[int, dict[_Group, list[TensorView]]] = {}
-        self._consumer_cache: dict[int, dict[_Group, list[TensorView]]] = {}
         self._answers: dict[frozenset[int], tuple[str | None, list[Verdict], str | None]] = {}
 
     # -- asking the schedulers ----------------------------------------------------------------
@@ -101,7 +90,7 @@ class Segmenter:
                 result.segments = [Segment(0, scheduler, candidate)]
                 return result
         self._initial_groups(tensor_exprs)
-        for group in self.groups:
+        for group in self.groups.groups:
             if self._produces_fusion_output(group):
                 group.scheduler = self.try_schedule(group.exprs, "initial")
                 if group.scheduler is None:
@@ -135,9 +124,7 @@ class Segmenter:
         for expr in tensor_exprs:
             if expr.uid in forwarded_uids:
                 continue
-            group = _Group([expr])
-            self.groups.append(group)
-            self.group_of[expr.uid] = group
+            self.groups.add(Group([expr]))
 
     def _forward_inputs(self, tensor_exprs: list[Expr]) -> set[int]:
         """Unary chains from fusion inputs, each value with one use that is not an output."""
@@ -164,79 +151,15 @@ class Segmenter:
                 excluded.update(e.uid for e in chain)
         return excluded
 
-    def _produces_fusion_output(self, group: _Group) -> bool:
+    def _produces_fusion_output(self, group: Group) -> bool:
         return any(o.uid in self.graph.output_uids for e in group.exprs for o in e.outputs)
-
-    # -- the group graph ------------------------------------------------------------------------
-
-    def _producers(self, group: _Group) -> dict[_Group, list[TensorView]]:
-        cached = self._producer_cache.get(id(group))
-        if cached is not None:
-            return cached
-        found: dict[_Group, list[TensorView]] = {}
-        for expr in group.exprs:
-            for value in expr.tensor_inputs():
-                producer = self.graph.producer.get(value.uid)
-                if producer is None:
-                    continue
-                owner = self.group_of.get(producer.uid)
-                if owner is not None and owner is not group:
-                    found.setdefault(owner, []).append(value)
-        self._producer_cache[id(group)] = found
-        return found
-
-    def _consumers(self, group: _Group) -> dict[_Group, list[TensorView]]:
-        cached = self._consumer_cache.get(id(group))
-        if cached is not None:
-            return cached
-        found: dict[_Group, list[TensorView]] = {}
-        for expr in group.exprs:
-            for value in expr.tensor_outputs():
-                for consumer in self.graph.consumers.get(value.uid, []):
-                    owner = self.group_of.get(consumer.uid)
-                    if owner is not None and owner is not group:
-                        found.setdefault(owner, []).append(value)
-        self._consumer_cache[id(group)] = found
-        return found
-
-    def _neighbors(self, group: _Group) -> list[_Group]:
-        """Producers and consumers, except through edges that are all fusion outputs."""
-        neighbors = []
-        for table in (self._producers(group), self._consumers(group)):
-            for other, values in table.items():
-                if any(v.uid not in self.graph.output_uids for v in values):
-                    if other not in neighbors:
-                        neighbors.append(other)
-        return neighbors
-
-    def _reset_levels(self) -> None:
-        alive = [g for g in self.groups if g.alive]
-        order = self._toposort(alive)
-        for group in order:
-            producers = self._producers(group)
-            group.level = 1 + max((p.level for p in producers), default=-1)
-
-    def _toposort(self, groups: list[_Group]) -> list[_Group]:
-        pending = {id(g): len(self._producers(g)) for g in groups}
-        ready = [g for g in groups if pending[id(g)] == 0]
-        order = []
-        while ready:
-            group = ready.pop(0)
-            order.append(group)
-            for consumer in self._consumers(group):
-                pending[id(consumer)] -= 1
-                if pending[id(consumer)] == 0:
-                    ready.append(consumer)
-        if len(order) != len(groups):
-            raise RuntimeError("segment graph is not a DAG")
-        return order
 
     # -- merging --------------------------------------------------------------------------------
 
-    def _merge_candidates(self, group: _Group) -> list[_Group]:
+    def _merge_candidates(self, group: Group) -> list[Group]:
         if group.merged:
             return []
-        neighbors = self._neighbors(group)
+        neighbors = self.groups.neighbors(group)
         if any(n.merged and abs(n.level - group.level) <= 1 for n in neighbors):
             return []
         chosen = []
@@ -246,7 +169,7 @@ class Segmenter:
             blocked = any(
                 other.merged
                 and (abs(other.level - group.level) <= 1 or abs(other.level - neighbor.level) <= 1)
-                for other in self._neighbors(neighbor)
+                for other in self.groups.neighbors(neighbor)
             )
             if not blocked:
                 chosen.append(neighbor)
@@ -254,9 +177,9 @@ class Segmenter:
 
     def _merge_rounds(self) -> None:
         while True:
-            self._reset_levels()
-            pairs: list[tuple[_Group, _Group, str]] = []
-            for group in [g for g in self.groups if g.alive]:
+            self.groups.reset_levels()
+            pairs: list[tuple[Group, Group, str]] = []
+            for group in self.groups.alive():
                 if group.merged:
                     continue
                 for neighbor in self._merge_candidates(group):
@@ -268,25 +191,8 @@ class Segmenter:
             if not pairs:
                 return
             for first, second, scheduler in pairs:
-                self._join(first, second, scheduler)
-            self._compact()
-
-    def _join(self, first: _Group, second: _Group, scheduler: str) -> _Group:
-        return self._join_all([first, second], scheduler)
-
-    def _join_all(self, groups: list[_Group], scheduler: str) -> _Group:
-        joined = _Group([e for g in groups for e in g.exprs], scheduler)
-        for group in groups:
-            group.alive = False
-        for expr in joined.exprs:
-            self.group_of[expr.uid] = joined
-        self._producer_cache.clear()  # edges changed: recomputed on demand
-        self._consumer_cache.clear()
-        self.groups.append(joined)  # dead groups are dropped by _compact
-        return joined
-
-    def _compact(self) -> None:
-        self.groups = [g for g in self.groups if g.alive]
+                self.groups.join([first, second], scheduler)
+            self.groups.compact()
 
     def _merge_up_and_down_casts(self) -> None:
         """nvFuser's MergeUpAndDownCast: an up-cast, the ops after it, and the down-cast that
@@ -299,7 +205,7 @@ class Segmenter:
         changed = True
         while changed:
             changed = False
-            for start in [g for g in self.groups if _is_cast(g, up=True)]:
+            for start in [g for g in self.groups.groups if _is_cast(g, up=True)]:
                 if not start.alive:
                     continue
                 chosen = self._cast_chain(start)
@@ -307,21 +213,21 @@ class Segmenter:
                     continue
                 scheduler = self.try_schedule([e for g in chosen for e in g.exprs], "pre_merge")
                 if scheduler is not None:
-                    self._join_all(chosen, scheduler)
+                    self.groups.join(chosen, scheduler)
                     changed = True
-            self._compact()
+            self.groups.compact()
 
-    def _cast_chain(self, start: _Group) -> list[_Group]:
+    def _cast_chain(self, start: Group) -> list[Group]:
         chosen, current = [start], start
         while not (current is not start and _is_cast(current, up=False)):
-            consumers = list(self._consumers(current))
+            consumers = list(self.groups.consumers(current))
             if len(consumers) != 1 or consumers[0] in chosen:
                 break
             current = consumers[0]
             chosen.append(current)
             if not _is_cast(current, up=True):
-                for producer in self._producers(current):
-                    if producer not in chosen and len(self._consumers(producer)) == 1:
+                for producer in self.groups.producers(current):
+                    if producer not in chosen and len(self.groups.consumers(producer)) == 1:
                         chosen.append(producer)
         return chosen
 
@@ -329,43 +235,30 @@ class Segmenter:
         merged = True
         while merged:
             merged = False
-            self._reset_levels()
-            for producer in sorted(self.groups, key=lambda g: g.level):
-                consumers = list(self._consumers(producer))
+            self.groups.reset_levels()
+            for producer in sorted(self.groups.groups, key=lambda g: g.level):
+                consumers = list(self.groups.consumers(producer))
                 for consumer in consumers:
                     others = [c for c in consumers if c is not consumer]
-                    if any(self._reaches(other, consumer) for other in others):
+                    if any(self.groups.reaches(other, consumer) for other in others):
                         continue
                     scheduler = self.try_schedule(producer.exprs + consumer.exprs, "final_merge")
                     if scheduler is not None:
-                        self._join(producer, consumer, scheduler)
-                        self._compact()
+                        self.groups.join([producer, consumer], scheduler)
+                        self.groups.compact()
                         merged = True
                         break
                 if merged:
                     break
 
-    def _reaches(self, start: _Group, goal: _Group) -> bool:
-        stack, seen = [start], set()
-        while stack:
-            group = stack.pop()
-            if group is goal:
-                return True
-            if id(group) in seen:
-                continue
-            seen.add(id(group))
-            stack.extend(self._consumers(group))
-        return False
-
     def _resolve_forwarded(self) -> None:
         """Join each forwarded chain to each consumer group that accepts it, else its own."""
-        self._producer_cache.clear()
-        self._consumer_cache.clear()
+        self.groups.invalidate()
         for chain in self.forwarded:
             end = chain[-1].output
             consumers = []
             for expr in self.graph.consumers.get(end.uid, []):
-                owner = self.group_of.get(expr.uid)
+                owner = self.groups.group_of.get(expr.uid)
                 if owner is not None and owner.alive and owner not in consumers:
                     consumers.append(owner)
             standalone = False
@@ -377,14 +270,12 @@ class Segmenter:
                 else:
                     standalone = True
             if standalone or not consumers:
-                group = _Group(list(chain))
-                self.groups.append(group)
+                group = self.groups.add(Group(list(chain)), own_exprs=False)
             for expr in chain:
-                self.group_of.setdefault(expr.uid, consumers[0] if consumers else group)
+                self.groups.group_of.setdefault(expr.uid, consumers[0] if consumers else group)
 
     def _finalize(self, result: SegmentedFusion) -> SegmentedFusion:
-        alive = [g for g in self.groups if g.alive]
-        for group in self._toposort_with_duplicates(alive):
+        for group in self.groups.run_order(self.groups.alive()):
             scheduler = self.try_schedule(group.exprs, "finalize")
             if scheduler is None:
                 result.failure = self._diagnose(group.exprs)
@@ -393,47 +284,14 @@ class Segmenter:
             result.segments.append(Segment(len(result.segments), scheduler, candidate))
         return result
 
-    def _toposort_with_duplicates(self, groups: list[_Group]) -> list[_Group]:
-        """Run order: a group runs after every group producing a value it reads."""
-        produced_by: dict[int, _Group] = {}
-        for group in groups:
-            for expr in group.exprs:
-                for out in expr.outputs:
-                    produced_by.setdefault(out.uid, group)
-        own = {id(g): {o.uid for e in g.exprs for o in e.outputs} for g in groups}
-        needs = {
-            id(g): {
-                id(produced_by[v.uid])
-                for e in g.exprs for v in e.tensor_inputs()
-                if v.uid in produced_by and v.uid not in own[id(g)]
-            }
-            for g in groups
-        }
-        order, done = [], set()
-        while len(order) < len(groups):
-            progressed = False
-            for group in groups:
-                if id(group) not in done and needs[id(group)] <= done:
-                    order.append(group)
-                    done.add(id(group))
-                    progressed = True
-            if not progressed:
-                raise RuntimeError("segment graph is not a DAG")
-        return order
-
     def _diagnose(self, exprs: Sequence[Expr]) -> Diagnosis:
-        from fusecli.segment.diagnosis import advise
-        from fusecli.segment.schedulers import check
-
         candidate = Candidate.of(self.graph, exprs)
         verdicts = tuple(check(name, candidate, self.ctx) for name in self.ctx.order)
         return Diagnosis(candidate, verdicts, advise(candidate, verdicts, self.profile.name))
 
 
-def _is_cast(group: _Group, up: bool) -> bool:
+def _is_cast(group: Group, up: bool) -> bool:
     """A single cast between floating types to more bits (up) or fewer (down)."""
-    from fusecli.ir import dtype as dt
-
     if len(group.exprs) != 1 or group.exprs[0].op is not OpType.cast:
         return False
     expr = group.exprs[0]
