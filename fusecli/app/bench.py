@@ -18,11 +18,15 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from fusecli.compare import compare_tensors, tolerance_for
+from fusecli.errors import MissingEnvironmentError
 from fusecli.frontend import FusionDefinition
+from fusecli.ir.optype import OpKind
+from fusecli.load import discover, load_path
 from fusecli.reference import run_reference
 from fusecli.runtime.bind import bind_inputs
 from fusecli.runtime.context import ExecutionContext
-from fusecli.runtime.cupy_executor import CupyExecutor, ModuleCache
+from fusecli.runtime.cupy_executor import CupyExecutor, ModuleCache, cupy_available
 from fusecli.segment.segmenter import segment_fusion
 
 
@@ -129,7 +133,6 @@ def reference_function(fusion, inputs: list | None = None) -> Callable:
     def interpret(*values):
         return run_reference(fusion, list(values)).outputs
 
-    from fusecli.ir.optype import OpKind
 
     if inputs is None or any(e.op.kind is OpKind.RANDOM for e in fusion.exprs):
         return interpret  # a trace would freeze or lose fusecli's random stream
@@ -161,7 +164,6 @@ def measure(name, fusion, inputs, torch_fn, executor, repeat, copy_gbps,
 
 def _mismatches(ours: list, theirs) -> list[str]:
     """A note per output where the generated kernels disagree with the torch baseline."""
-    from fusecli.compare import compare_tensors, tolerance_for
 
     theirs = list(theirs) if isinstance(theirs, list | tuple) else [theirs]
     notes = []
@@ -267,9 +269,6 @@ def bench_paths(
     import tempfile
     from pathlib import Path
 
-    from fusecli.errors import MissingEnvironmentError
-    from fusecli.load import discover, load_path
-    from fusecli.runtime.cupy_executor import cupy_available
 
     missing = cupy_available()
     if missing:

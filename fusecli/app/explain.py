@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fusecli.errors import InputError
+from fusecli.load import load_path
 from fusecli.segment.result import SegmentedFusion
 from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES, Switches
 from fusecli.segment.segmenter import segment_fusion
@@ -37,7 +39,6 @@ class ExplainOutcome:
 
 
 def validate_options(options: ExplainOptions) -> None:
-    from fusecli.errors import InputError
 
     if options.rules not in PROFILES:
         raise InputError(f"unknown rule profile {options.rules!r}; choose from {sorted(PROFILES)}")
@@ -50,7 +51,6 @@ def validate_options(options: ExplainOptions) -> None:
 
 def explain_path(path: Path, options: ExplainOptions) -> list[ExplainOutcome]:
     """Segment every fusion in ``path`` under ``options``, keeping the decision log."""
-    from fusecli.load import load_path
 
     validate_options(options)
     outcomes = []

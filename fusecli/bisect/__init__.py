@@ -8,7 +8,6 @@
 - ``selection`` / ``rebuild`` / ``declare``: a part of a fusion as a fusion of its own, fed with
   recorded values; ``ddmin``, ``shrink`` and ``minimize`` make it as small as it can be.
 - ``gitbisect`` / ``gitstep``: ``git bisect run`` over a checkout, each commit with its own code.
-- ``corpus``: ``fusecli run`` over a corpus for CI: parallel, sharded, failures clustered.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ from typing import Any
 # the corpus workers do, before choosing a GPU) must not import torch.
 _EXPORTS = {
     "BisectOptions": "driver", "GitRange": "driver", "bisect_path": "driver",
-    "run_bisect": "driver", "Verdict": "check", "cluster_failures": "corpus",
-    "parse_shard": "corpus", "run_corpus": "corpus", "GitOptions": "gitbisect",
+    "run_bisect": "driver", "Verdict": "check", "GitOptions": "gitbisect",
     "git_bisect": "gitbisect", "Oracle": "oracle", "Target": "oracle",
     "BisectReport": "results", "GitReport": "results", "Progress": "results",
 }

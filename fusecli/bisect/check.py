@@ -16,7 +16,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fusecli.app.corpus import normalize_message
-from fusecli.app.pipeline import RunOptions
+from fusecli.app.pipeline import RunOptions, diff_outputs
+from fusecli.ir.nodes import Fusion, Vector
+from fusecli.reference import run_reference
+from fusecli.runtime.outputs import collect_outputs
+from fusecli.runtime.segmented import SegmentRunner, execute_segmented
+from fusecli.segment.result import SegmentedFusion
+from fusecli.segment.segmenter import segment_fusion
 
 # Statuses. pass: outputs match; mismatch: some output does not; crash: the executor under test
 # raised; hang: no answer within the timeout; died: the interpreter itself died (a signal, an
@@ -129,7 +135,7 @@ def _clone(inputs: Sequence[Any]) -> list[Any]:
 
 
 def compare_outputs(
-    fusion: Any,
+    fusion: Fusion,
     inputs: Sequence[Any],
     actual: Sequence[Any],
     expected: Sequence[Any],
@@ -137,8 +143,6 @@ def compare_outputs(
     options: RunOptions,
 ) -> list[str]:
     """One line per output that does not match (``fusecli run``'s tolerances and tie-break)."""
-    from fusecli.app.pipeline import diff_outputs
-
     if len(actual) != len(expected):
         return [f"{len(actual)} outputs, the reference has {len(expected)}"]
     diffs = diff_outputs(fusion, inputs, actual, expected, precise, options)
@@ -146,13 +150,10 @@ def compare_outputs(
 
 
 def run_under_test(
-    fusion: Any, inputs: list[Any], options: RunOptions, segments: int | None
+    fusion: Fusion, inputs: list[Any], options: RunOptions, segments: int | None
 ) -> list[Any]:
     """Segment ``fusion`` and run it: the first ``segments`` segments on the executor under
     test, the rest through the reference interpreter; all of them when ``segments`` is None."""
-    from fusecli.runtime.segmented import execute_segmented
-    from fusecli.segment.segmenter import segment_fusion
-
     segmented = segment_fusion(fusion, inputs, profile=options.rules)
     executor = options.executor
     if segments is None or segments >= len(segmented.segments) or segmented.failure:
@@ -161,13 +162,8 @@ def run_under_test(
 
 
 def _run_prefix(
-    segmented: Any, inputs: list[Any], count: int, executor: str, seed: int
+    segmented: SegmentedFusion, inputs: list[Any], count: int, executor: str, seed: int
 ) -> list[Any]:
-    from fusecli.ir.nodes import Fusion, Vector
-    from fusecli.reference import run_reference
-    from fusecli.runtime.outputs import collect_outputs
-    from fusecli.runtime.segmented import SegmentRunner
-
     fusion = segmented.fusion
     runner = SegmentRunner(segmented, inputs, executor=executor, seed=seed)
     env, ctx, bindings = runner.env, runner.ctx, runner.bindings

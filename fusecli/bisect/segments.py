@@ -21,9 +21,14 @@ from typing import Any
 
 from fusecli.bisect.oracle import Oracle
 from fusecli.bisect.questions import Question, shell_line
-from fusecli.bisect.repro import executor_name
+from fusecli.bisect.repro import executor_name, write_repro
 from fusecli.bisect.results import SchedulerVerdict, SegmentFinding, Step, Tracker
 from fusecli.bisect.selection import BuildError, Selection, Slicer
+from fusecli.codegen import Kernel, generate
+from fusecli.ir.printer import print_fusion
+from fusecli.segment.candidate import RuntimeInfo
+from fusecli.segment.result import Segment, SegmentedFusion
+from fusecli.segment.segmenter import segment_fusion
 
 
 def probes(low: int, high: int, width: int) -> list[int]:
@@ -36,7 +41,7 @@ def probes(low: int, high: int, width: int) -> list[int]:
 
 def bisect_segments(
     base: Question,
-    segmented: Any,
+    segmented: SegmentedFusion,
     oracle: Oracle,
     tracker: Tracker,
 ) -> tuple[int, list[Step], tuple[int, int]]:
@@ -67,14 +72,14 @@ def _label(k: int, executor: str) -> str:
     return f"{head}, the rest on the reference"
 
 
-def segment_selection(segment: Any) -> Selection:
+def segment_selection(segment: Segment) -> Selection:
     return Selection(
         exprs=frozenset(e.uid for e in segment.exprs),
         outputs=tuple(v.uid for v in segment.outputs),
     )
 
 
-def decisions_for(segmented: Any, segment: Any) -> list[SchedulerVerdict]:
+def decisions_for(segmented: SegmentedFusion, segment: Segment) -> list[SchedulerVerdict]:
     """The segmenter's verdicts for exactly this segment's exprs (the last time it asked)."""
     wanted = frozenset(e.uid for e in segment.exprs)
     entries = [
@@ -87,14 +92,10 @@ def decisions_for(segmented: Any, segment: Any) -> list[SchedulerVerdict]:
 
 
 def kernel_for(
-    segmented: Any, segment: Any, inputs: list[Any], values: dict[int, object]
+    segmented: SegmentedFusion, segment: Segment, inputs: list[Any],
+    values: dict[int, object],
 ) -> tuple[str | None, str]:
     """The CUDA source the cupy executor generates for ``segment``, or why there is none."""
-    try:
-        from fusecli.codegen import Kernel, generate
-        from fusecli.segment.candidate import RuntimeInfo
-    except ImportError:
-        return None, "this fusecli has no kernel generator"
     tensors = [values.get(value.uid) for value in segment.inputs]
     try:
         kernel = generate(segment, RuntimeInfo(segmented.fusion, inputs), tensors)
@@ -118,10 +119,6 @@ def find_segment(
     """Bisect the segments of ``loaded`` asking ``base`` questions; the finding, commands that
     replay the last good and first bad step (``replay``: the file's question), and the
     culprit's selection (for minimization to start from) when the culprit fails alone."""
-    from fusecli.bisect.repro import write_repro
-    from fusecli.ir.printer import print_fusion
-    from fusecli.segment.segmenter import segment_fusion
-
     started, asked = time.perf_counter(), oracle.queries
     rules = oracle.options.rules
     segmented = segment_fusion(loaded.fusion, loaded.inputs, profile=rules, keep_log=True)
