@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusecli.app.pipeline import FusionOutcome, RunOptions, RunReport
+from fusecli.app.pipeline import FusionOutcome, RunOptions, RunReport, internal_error_outcome
 from fusecli.errors import InputError
 
 
@@ -75,16 +75,36 @@ def run_corpus(
     for worker in range(workers):
         slots.put(worker % devices if devices else None)
     threads = max(1, (os.cpu_count() or 1) // workers)
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_start_worker,
         initargs=(slots, threads),
-    ) as pool:
+    )
+    try:
         futures = [pool.submit(_run_file, path, options) for path in files]
         for path, future in zip(files, futures):
             if progress:
                 progress(str(path))
-            report.fusions.extend(future.result())
+            try:
+                report.fusions.extend(future.result())
+            except Exception as error:  # the worker died (a crash in native code, the OOM killer)
+                report.fusions.append(internal_error_outcome(str(path), path.stem, error))
+    except KeyboardInterrupt as stop:
+        # Only the parent may have been signalled (timeout -s INT, a CI runner): stop the
+        # workers instead of waiting for them, and keep what finished.
+        report.interrupted = str(stop) or "interrupted"
+        _stop_workers(pool)
+    else:
+        pool.shutdown()
     return report
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    workers = list(getattr(pool, "_processes", {}).values())  # no public handle on them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5)
 
 
 def _gpu_count() -> int:

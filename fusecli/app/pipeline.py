@@ -7,13 +7,17 @@ every output compared. The result is plain data that ``fusecli.report`` renders.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusecli.errors import FusecliError, InputError
+from fusecli.errors import FusecliError, InputError, PipelineError
 
 EXIT_OK, EXIT_MISMATCH = 0, 1
 
@@ -28,6 +32,7 @@ class RunOptions:
     float64_tiebreak: bool = True
     rules: str = "nvfuser"
     strict: bool = False  # a segment without a generated kernel is an error, not ATen
+    timeout: float | None = None  # seconds one file (load and runs) may take; None: no limit
     debug: bool = False  # let errors propagate, with their tracebacks
 
 
@@ -62,6 +67,7 @@ class FusionOutcome:
     outputs: list[Any] = field(default_factory=list)  # fusecli.compare.OutputDiff
     notices: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    detail: str | None = None  # the traceback of an internal error
 
     @property
     def ok(self) -> bool:
@@ -71,6 +77,7 @@ class FusionOutcome:
 @dataclass(slots=True)
 class RunReport:
     fusions: list[FusionOutcome] = field(default_factory=list)
+    interrupted: str | None = None  # "interrupted" or "terminated": the run stopped early
 
     @property
     def ok(self) -> bool:
@@ -87,7 +94,7 @@ def run_paths(
     progress: Callable[[str], None] | None = None,
 ) -> RunReport:
     """Run every fusion found under ``paths``; errors become outcomes, never exceptions."""
-    from fusecli.load import discover, load_path
+    from fusecli.load import discover
 
     report = RunReport()
     try:
@@ -102,26 +109,90 @@ def run_paths(
         if options.debug:
             raise error
         report.fusions.append(_error_outcome(str(paths[0]), "", error))
-    for path in files:
-        if progress:
-            progress(str(path))
-        try:
+    try:
+        for path in files:
+            if progress:
+                progress(str(path))
+            report.fusions.extend(run_file(path, options))
+    except KeyboardInterrupt as stop:
+        report.interrupted = str(stop) or "interrupted"
+    return report
+
+
+def run_file(path: Path, options: RunOptions) -> list[FusionOutcome]:
+    """Every fusion ``path`` defines, each as its outcome: one fusion's failure, a crash of
+    fusecli's included, is that fusion's error record and never ends the run."""
+    from fusecli.load import load_path
+
+    try:
+        with time_limit(options.timeout, str(path)):
             loaded = load_path(path, device=options.device, seed=options.seed)
-        except FusecliError as error:
+    except FusecliError as error:
+        if options.debug:
+            raise
+        return [_error_outcome(str(path), path.stem, error)]
+    except Exception as error:
+        if options.debug:
+            raise
+        return [internal_error_outcome(str(path), path.stem, error)]
+    if not loaded:
+        error = InputError("defines no fusion with inputs to run", where=str(path))
+        return [_error_outcome(str(path), path.stem, error)]
+    outcomes = []
+    for fusion in loaded:
+        try:
+            with time_limit(options.timeout, f"{fusion.path}: {fusion.name}"):
+                outcomes.append(run_loaded(fusion, options))
+        except FusecliError as error:  # the time limit, or an error outside run_loaded's guard
             if options.debug:
                 raise
-            report.fusions.append(_error_outcome(str(path), path.stem, error))
-            continue
-        if not loaded:
-            report.fusions.append(
-                _error_outcome(
-                    str(path), path.stem,
-                    InputError("defines no fusion with inputs to run", where=str(path)),
-                )
-            )
-        for fusion in loaded:
-            report.fusions.append(run_loaded(fusion, options))
-    return report
+            outcomes.append(_error_outcome(str(fusion.path), fusion.name, error))
+        except Exception as error:
+            if options.debug:
+                raise
+            outcomes.append(internal_error_outcome(str(fusion.path), fusion.name, error))
+    return outcomes
+
+
+class FusionTimeout(PipelineError):
+    """One file took longer than ``--timeout`` (exit code 3 for that file)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None, where: str) -> Iterator[None]:
+    """Raise FusionTimeout inside the block after ``seconds`` (main thread, POSIX only).
+
+    Best effort: the alarm interrupts Python code (a script looping forever), not a long
+    call inside one C function, which it interrupts when that call returns."""
+    usable = (
+        seconds is not None and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise FusionTimeout(f"took longer than --timeout {seconds:g} s", where=where)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def internal_error_outcome(path: str, name: str, error: BaseException) -> FusionOutcome:
+    """A crash of fusecli itself on one fusion: an error record with its traceback."""
+    lines = str(error).strip().splitlines()
+    message = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    return FusionOutcome(
+        path=path, name=name, status="error", error=f"internal error: {message}",
+        exit_code=PipelineError.exit_code,
+        detail="".join(traceback.format_exception(error)),
+    )
 
 
 def _error_outcome(path: str, name: str, error: FusecliError) -> FusionOutcome:

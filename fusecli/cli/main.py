@@ -5,14 +5,18 @@ torch is never imported here: ``fusecli --help`` must answer at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
 
 from fusecli import __version__
+
+EXIT_INTERRUPTED = 125  # SIGINT or SIGTERM: what finished is reported (never above 125)
 
 
 class Context:
@@ -47,8 +51,11 @@ def guarded(command: Callable[..., int]) -> Callable[..., Any]:
             if debug:
                 raise
             fail(str(error), error.exit_code)
-        except KeyboardInterrupt:
-            fail("interrupted", 125)
+        except KeyboardInterrupt as stop:
+            fail(str(stop) or "interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:  # stdout closed early (| head): nothing left to say
+            _silence_stdout()
+            sys.exit(0)
         except Exception as error:  # a bug in fusecli: say so, in one line
             if debug:
                 raise
@@ -62,6 +69,38 @@ def guarded(command: Callable[..., int]) -> Callable[..., Any]:
     return wrapper
 
 
+@contextlib.contextmanager
+def stdout_closing_early() -> Iterator[None]:
+    """Writing results to a reader that stopped reading (``| head``) is not an error: the
+    command still exits with its own code."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout again at exit; point it at /dev/null so that flush cannot fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt("terminated")
+
+
+def hoist_debug(argv: list[str]) -> list[str]:
+    """``--debug`` may stand anywhere (every error says "rerun with --debug"); click wants it
+    before the subcommand. Arguments after ``--`` are left alone."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    if "--debug" not in argv[:end]:
+        return argv
+    rest = [a for a in argv[:end] if a != "--debug"]
+    return ["--debug", *rest, *argv[end:]]
+
+
 def warn_fault_injection() -> None:
     faults = os.environ.get("FUSECLI_INJECT_FAULT", "").strip()
     if faults:
@@ -72,7 +111,13 @@ def warn_fault_injection() -> None:
         )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_debug(list(args)))
+
+
+@click.group(cls=_Commands,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="fusecli")
 @click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
 @click.pass_context
@@ -103,4 +148,5 @@ def register() -> None:
 
 def main() -> None:
     register()
+    signal.signal(signal.SIGTERM, _terminated)  # a CI runner's stop: report what finished
     cli(prog_name="fusecli")

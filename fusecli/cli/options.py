@@ -2,9 +2,42 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import click
+
+
+def check_tolerance(
+    ctx: click.Context, param: click.Parameter, value: float | None
+) -> float | None:
+    """A tolerance is a finite number, zero or more (nan would accept everything)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"must be a finite number >= 0, got {value}")
+    return value
+
+
+def check_writable(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> Path | None:
+    """An output path fusecli can write, checked before any work (exit 2, not a lost run)."""
+    if value is None:
+        return None
+    if value.is_dir() and param.name != "output_dir":
+        raise click.BadParameter(f"{value} is a folder, not a file")
+    if value.exists():
+        if not os.access(value, os.W_OK):
+            raise click.BadParameter(f"{value} is not writable")
+        return value
+    folder = value.parent if param.name != "output_dir" else value
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # missing folders are created: the first existing one decides
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot create {value}: {folder} is not a writable folder")
+    return value
+
 
 EXECUTION_OPTIONS = (
     click.option(
@@ -22,8 +55,10 @@ EXECUTION_OPTIONS = (
                  show_default=True, help="Rule profile the segmenter uses."),
     click.option("--seed", type=int, default=0, show_default=True,
                  help="Seed for scripts' random inputs and for unseeded random ops."),
-    click.option("--rtol", type=float, default=None, help="Override the relative tolerance."),
-    click.option("--atol", type=float, default=None, help="Override the absolute tolerance."),
+    click.option("--rtol", type=float, default=None, callback=check_tolerance,
+                 help="Override the relative tolerance."),
+    click.option("--atol", type=float, default=None, callback=check_tolerance,
+                 help="Override the absolute tolerance."),
     click.option("--no-tiebreak", is_flag=True,
                  help="Do not run the float64 reference to excuse results closer to float64."),
 )

@@ -6,8 +6,14 @@ from pathlib import Path
 
 import click
 
-from fusecli.cli.main import debug_enabled, guarded, warn_fault_injection
-from fusecli.cli.options import execution_options
+from fusecli.cli.main import (
+    EXIT_INTERRUPTED,
+    debug_enabled,
+    guarded,
+    stdout_closing_early,
+    warn_fault_injection,
+)
+from fusecli.cli.options import check_writable, execution_options
 
 
 @click.command()
@@ -18,15 +24,19 @@ from fusecli.cli.options import execution_options
 @click.option("--strict", is_flag=True,
               help="A kernel-scheduler segment the cupy executor cannot run is an error "
               "(exit 3) instead of running on ATen (expr_eval segments are ATen by design).")
-@click.option("--junit", type=click.Path(path_type=Path), default=None,
+@click.option("--junit", type=click.Path(path_type=Path), default=None, callback=check_writable,
               help="Also write a JUnit XML report here (one testcase per fusion).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
+              show_default=True,
+              help="Seconds one file may take to load, and each of its fusions to run; past it, "
+              "that fusion is an error (exit 3) and the run goes on.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes (one per GPU where there are GPUs).")
 @click.option("--shard", default=None, metavar="K/N",
               help="Run only the K-th of N slices of the sorted file list (CI matrices).")
 @guarded
 def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose, strict,
-        junit, jobs, shard) -> int:
+        junit, timeout, jobs, shard) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
@@ -46,7 +56,7 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     warn_fault_injection()
     options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
-        float64_tiebreak=not no_tiebreak, strict=strict,
+        float64_tiebreak=not no_tiebreak, strict=strict, timeout=timeout,
         debug=debug_enabled(),
     )
     selected = parse_shard(shard)
@@ -61,9 +71,14 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     clusters = cluster_failures(report)
     if junit is not None:
         write_junit(report, junit)
-    if as_json:
-        click.echo(run_report_json(report, clusters))
-    else:
-        render_run(report, Console(), errors, verbose=verbose)
-        render_clusters(clusters, Console())
+    with stdout_closing_early():
+        if as_json:
+            click.echo(run_report_json(report, clusters))
+        else:
+            render_run(report, Console(), errors, verbose=verbose)
+            render_clusters(clusters, Console())
+    if report.interrupted:
+        errors.print(f"fusecli: {report.interrupted}: the report covers the "
+                     f"{len(report.fusions)} fusion(s) that finished", style="bold red")
+        return EXIT_INTERRUPTED
     return report.exit_code

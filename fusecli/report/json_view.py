@@ -20,6 +20,7 @@ def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
         "ok": outcome.ok,
         "status": outcome.status,
         "error": outcome.error,
+        "detail": outcome.detail,
         "segments": [
             {
                 "id": s.id,
@@ -39,8 +40,11 @@ def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
 def run_report_json(report: RunReport, clusters: list | None = None) -> str:
     """``{"ok", "fusions"}``, plus ``clusters`` (failures grouped by signature) when given."""
     document: dict[str, Any] = {
-        "ok": report.ok, "fusions": [fusion_record(f) for f in report.fusions]
+        "ok": report.ok and report.interrupted is None,
+        "fusions": [fusion_record(f) for f in report.fusions],
     }
+    if report.interrupted is not None:
+        document["interrupted"] = report.interrupted
     if clusters is not None:
         from fusecli.report.run_view import clusters_record
 

@@ -58,4 +58,6 @@ def _testcase(outcome: FusionOutcome, signature: str | None) -> ET.Element:
     element.text = "\n".join(lines)
     if outcome.notices:
         ET.SubElement(case, "system-out").text = "\n".join(outcome.notices)
+    if outcome.detail:
+        ET.SubElement(case, "system-err").text = outcome.detail
     return case

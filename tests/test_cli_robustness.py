@@ -1,0 +1,153 @@
+"""Runs of many fusions survive any one of them; bad options and outputs fail before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fusecli.app import pipeline
+from fusecli.cli.main import cli, hoist_debug, register
+from fusecli.errors import InputError
+
+register()
+FUSIONS = Path(__file__).resolve().parent.parent / "fusions"
+RMS_NORM = FUSIONS / "rms_norm.py"
+
+GOOD = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    fd.add_output(fd.ops.exp(t0))
+
+fd.execute([torch.randn(4, 8)])
+"""
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def _corpus(tmp_path: Path, **scripts: str) -> Path:
+    for name, text in scripts.items():
+        (tmp_path / f"{name}.py").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_an_internal_error_is_that_fusions_record_and_the_run_goes_on(tmp_path, monkeypatch):
+    folder = _corpus(tmp_path, a_crashes=GOOD, b_fine=GOOD)
+    real = pipeline.run_loaded
+
+    def crash_on_a(loaded, options):
+        if loaded.path.name == "a_crashes.py":
+            raise ZeroDivisionError("integer modulo by zero")
+        return real(loaded, options)
+
+    monkeypatch.setattr(pipeline, "run_loaded", crash_on_a)
+    result = invoke("run", str(folder), "--json")
+    assert result.exit_code == 3
+    document = json.loads(result.stdout)  # one complete document despite the crash
+    crashed, fine = document["fusions"]
+    assert crashed["status"] == "error"
+    assert crashed["error"] == "internal error: ZeroDivisionError: integer modulo by zero"
+    assert "Traceback" in crashed["detail"] and "crash_on_a" in crashed["detail"]
+    assert fine["status"] == "pass" and fine["detail"] is None
+    assert document["ok"] is False
+
+
+def test_a_script_that_never_ends_times_out_and_the_run_goes_on(tmp_path):
+    folder = _corpus(tmp_path, a_loops="while True:\n    pass\n" + GOOD, b_fine=GOOD)
+    result = invoke("run", str(folder), "--json", "--timeout", "1")
+    assert result.exit_code == 3
+    looping, fine = json.loads(result.stdout)["fusions"]
+    assert looping["status"] == "error" and "longer than --timeout 1 s" in looping["error"]
+    assert fine["status"] == "pass"
+
+
+def test_an_interrupted_run_reports_what_finished(tmp_path, monkeypatch):
+    folder = _corpus(tmp_path, a_fine=GOOD, b_interrupted=GOOD, c_never=GOOD)
+    real = pipeline.run_file
+
+    def interrupt_at_b(path, options):
+        if path.name == "b_interrupted.py":
+            raise KeyboardInterrupt
+        return real(path, options)
+
+    monkeypatch.setattr(pipeline, "run_file", interrupt_at_b)
+    junit = tmp_path / "out" / "results.xml"
+    result = invoke("run", str(folder), "--json", "--junit", str(junit))
+    assert result.exit_code == 125
+    document = json.loads(result.stdout)
+    assert document["interrupted"] == "interrupted" and document["ok"] is False
+    assert [f["name"] for f in document["fusions"]] == ["a_fine"]
+    assert 'tests="1"' in junit.read_text(encoding="utf-8")
+    assert "the report covers the 1 fusion(s) that finished" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--rtol", "-1"), ("--rtol", "nan"), ("--atol", "inf")]
+)
+def test_bad_tolerances_are_usage_errors(option, value):
+    result = invoke("run", str(RMS_NORM), option, value)
+    assert result.exit_code == 2
+    assert "must be a finite number >= 0" in result.stderr
+
+
+def test_an_unwritable_junit_path_fails_before_any_work(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("", encoding="utf-8")
+    result = invoke("run", str(RMS_NORM), "--junit", str(blocker / "results.xml"))
+    assert result.exit_code == 2
+    assert "not a writable folder" in result.stderr
+    assert "running" not in result.stdout and result.stdout == ""
+
+
+def test_debug_may_follow_the_subcommand():
+    assert hoist_debug(["run", "x.py", "--debug"]) == ["--debug", "run", "x.py"]
+    assert hoist_debug(["bisect", "--", "--debug"]) == ["bisect", "--", "--debug"]
+    with pytest.raises(InputError, match="no such file"):  # --debug: the error, raised
+        invoke("run", str(FUSIONS / "missing.py"), "--debug")
+
+
+def test_a_reader_that_stops_early_is_not_a_failure():
+    """``fusecli run ... --json | head -c 100``: exit 0 (the run passed), no traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fusecli", "run", str(FUSIONS), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.read(100)
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=600) == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("signal_number", "word"), [(2, "interrupted"), (15, "terminated")])
+def test_a_signal_to_the_parent_alone_stops_the_workers(tmp_path, signal_number, word):
+    """``timeout -s INT`` and CI runners signal only the parent: it must not wait for workers."""
+    folder = _corpus(tmp_path, a_fine=GOOD, b_loops="while True:\n    pass\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fusecli", "run", str(folder), "--jobs", "2", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=15)
+    except subprocess.TimeoutExpired:  # still running, as it should: now signal the parent
+        process.send_signal(signal_number)
+        out, err = process.communicate(timeout=60)
+    else:
+        pytest.fail(f"the run ended before the signal: {err.decode()}")
+    assert process.returncode == 125, err.decode()
+    document = json.loads(out)
+    assert document["interrupted"] == word
+    assert f"fusecli: {word}" in err.decode()
