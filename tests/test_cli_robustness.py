@@ -151,3 +151,17 @@ def test_a_signal_to_the_parent_alone_stops_the_workers(tmp_path, signal_number,
     document = json.loads(out)
     assert document["interrupted"] == word
     assert f"fusecli: {word}" in err.decode()
+
+
+def test_a_folder_run_never_executes_files_that_are_not_repros(tmp_path):
+    marker = tmp_path / "setup_ran"
+    folder = _corpus(
+        tmp_path, fusion=GOOD, setup=f"open({str(marker)!r}, 'w').write('ran')\n",
+    )
+    result = invoke("run", str(folder), "--json")
+    assert result.exit_code == 0, result.output
+    assert not marker.exists()
+    document = json.loads(result.stdout)
+    assert [f["name"] for f in document["fusions"]] == ["fusion"]
+    (notice,) = document["notices"]
+    assert "skipped 1 file(s)" in notice and "setup.py" in notice

@@ -655,11 +655,32 @@ def test_discover_expands_folders(tmp_path):
     for name in ("b.py", "a.yaml", "sub/c.yml", "_helper.py", "README.md", "README.py",
                  "notes.txt", "__pycache__/x.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("")
+        repro = "fusecli_yaml: 1\n" if name.endswith((".yaml", ".yml")) else "import nvfuser\n"
+        (tmp_path / name).write_text(repro)
     single = tmp_path / "_explicit.py"
     assert discover([tmp_path, single]) == [
         tmp_path / "a.yaml", tmp_path / "b.py", tmp_path / "sub" / "c.yml", single,
     ]
+
+
+def test_discover_takes_only_files_that_look_like_repros(tmp_path):
+    """``fusecli run .`` must not execute a setup.py or a helper module: they run as code."""
+    texts = {
+        "setup.py": "from setuptools import setup\nsetup(name='x')\n",
+        "helpers.py": "def helper():\n    return 1\n",
+        "config.yaml": "name: not a fusion\n",
+        "legacy.py": "from nvfuser import FusionDefinition, DataType\n",
+        "direct.py": "import nvfuser_direct as nvf\n",
+        "library.py": "from fusecli.frontend import FusionDefinition\n",
+        "fusion.yml": "fusecli_yaml: 1\nname: x\n",
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    skipped: list[Path] = []
+    found = discover([tmp_path], skipped)
+    assert [p.name for p in found] == ["direct.py", "fusion.yml", "legacy.py", "library.py"]
+    assert sorted(p.name for p in skipped) == ["config.yaml", "helpers.py", "setup.py"]
+    assert discover([tmp_path / "setup.py"]) == [tmp_path / "setup.py"]  # named: always kept
 
 
 CORPUS_FILES = discover([CORPUS]) if CORPUS.is_dir() else []

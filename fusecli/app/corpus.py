@@ -19,7 +19,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusecli.app.pipeline import FusionOutcome, RunOptions, RunReport, internal_error_outcome
+from fusecli.app.pipeline import (
+    FusionOutcome,
+    RunOptions,
+    RunReport,
+    internal_error_outcome,
+    skipped_notices,
+)
 from fusecli.errors import InputError
 
 
@@ -58,16 +64,19 @@ def run_corpus(
 
     if isinstance(shard, str):
         shard = parse_shard(shard)
+    skipped: list[Path] = []
     try:
-        files = discover(list(paths))
+        files = discover(list(paths), skipped)
     except FusecliError:
         files = []
     if not files:  # run_paths reports why, as one error outcome
         return run_paths(list(paths), options, progress)
     files = select_shard(files, shard)
     if jobs <= 1 or len(files) <= 1:
-        return run_paths(files, options, progress) if files else RunReport()
-    report = RunReport()
+        report = run_paths(files, options, progress) if files else RunReport()
+        report.notices[:0] = skipped_notices(skipped)
+        return report
+    report = RunReport(notices=skipped_notices(skipped))
     devices = _gpu_count()
     workers = min(jobs, len(files))
     context = multiprocessing.get_context("spawn")  # no forked torch state in workers

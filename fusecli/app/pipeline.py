@@ -78,6 +78,7 @@ class FusionOutcome:
 class RunReport:
     fusions: list[FusionOutcome] = field(default_factory=list)
     interrupted: str | None = None  # "interrupted" or "terminated": the run stopped early
+    notices: list[str] = field(default_factory=list)  # about the run, not one fusion
 
     @property
     def ok(self) -> bool:
@@ -97,13 +98,15 @@ def run_paths(
     from fusecli.load import discover
 
     report = RunReport()
+    skipped: list[Path] = []
     try:
-        files = discover(list(paths))
+        files = discover(list(paths), skipped)
     except FusecliError as error:
         if options.debug:
             raise
         report.fusions.append(_error_outcome(str(paths[0]), "", error))
         return report
+    report.notices += skipped_notices(skipped)
     if not files:
         error = InputError("no .py, .yaml or .yml fusion files found", where=str(paths[0]))
         if options.debug:
@@ -117,6 +120,18 @@ def run_paths(
     except KeyboardInterrupt as stop:
         report.interrupted = str(stop) or "interrupted"
     return report
+
+
+def skipped_notices(skipped: Sequence[Path]) -> list[str]:
+    """What discovery passed over, said once: Python repros run as code, so only files that
+    look like repros are run from a folder."""
+    if not skipped:
+        return []
+    names = ", ".join(str(p) for p in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+    return [
+        f"skipped {len(skipped)} file(s) that import neither nvfuser nor fusecli and define no "
+        f"FusionDefinition (name a file to run it anyway): {names}"
+    ]
 
 
 def run_file(path: Path, options: RunOptions) -> list[FusionOutcome]:

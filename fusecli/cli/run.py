@@ -66,7 +66,7 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
             list(paths), options, jobs=jobs, shard=selected,
             progress=lambda p: status.update(f"running {p}"),
         )
-    for notice in sorted({n for f in report.fusions for n in f.notices}):
+    for notice in [*report.notices, *sorted({n for f in report.fusions for n in f.notices})]:
         errors.print(f"fusecli: note: {notice}", style="dim")
     clusters = cluster_failures(report)
     if junit is not None:

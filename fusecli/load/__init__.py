@@ -7,6 +7,7 @@ a Python repro into YAML and back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -37,25 +38,52 @@ def load_path(path: str | Path, *, device: str = "auto", seed: int = 0) -> list[
     )
 
 
-def discover(paths: Iterable[str | Path]) -> list[Path]:
+def discover(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Path]:
     """Files as given, and folders expanded (recursively) into their repro files, sorted.
 
-    Inside folders, files whose name starts with ``_`` or ``.`` and README files are skipped;
-    a file named explicitly is always kept.
+    Inside folders, only files that look like repros are taken: Python that imports
+    ``nvfuser``, ``nvfuser_direct`` or fusecli or names ``FusionDefinition`` (a ``setup.py`` or a
+    helper module is code that runs with the user's privileges, and no repro), and YAML with a
+    ``fusecli_yaml`` version. Files whose name starts with ``_`` or ``.`` and README files are
+    skipped too. A file named explicitly is always kept. Files passed over for not looking like
+    repros are appended to ``skipped``.
     """
     found: list[Path] = []
     for path in map(Path, paths):
         if not path.is_dir():
             found.append(path)
             continue
-        found += sorted(
-            candidate
-            for candidate in path.rglob("*")
-            if candidate.is_file()
-            and candidate.suffix.lower() in SUFFIXES
-            and not _skipped(candidate.relative_to(path))
-        )
+        for candidate in sorted(path.rglob("*")):
+            if (
+                not candidate.is_file()
+                or candidate.suffix.lower() not in SUFFIXES
+                or _skipped(candidate.relative_to(path))
+            ):
+                continue
+            if looks_like_repro(candidate):
+                found.append(candidate)
+            elif skipped is not None:
+                skipped.append(candidate)
     return found
+
+
+_PYTHON_REPRO = re.compile(
+    r"^[ \t]*(?:from|import)[ \t]+(?:nvfuser|nvfuser_direct|fusecli)\b|\bFusionDefinition\b",
+    re.MULTILINE,
+)
+_YAML_REPRO = re.compile(r"^fusecli_yaml[ \t]*:", re.MULTILINE)
+_SNIFF_BYTES = 1 << 20
+
+
+def looks_like_repro(path: Path) -> bool:
+    """Whether the file's text is a fusion: see ``discover``. Unreadable files are not."""
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    pattern = _PYTHON_REPRO if path.suffix.lower() == ".py" else _YAML_REPRO
+    return pattern.search(text) is not None
 
 
 def _skipped(relative: Path) -> bool:
@@ -71,6 +99,7 @@ __all__ = [
     "load_path",
     "load_python",
     "load_yaml",
+    "looks_like_repro",
     "to_python",
     "to_yaml",
 ]

@@ -43,6 +43,8 @@ def run_report_json(report: RunReport, clusters: list | None = None) -> str:
         "ok": report.ok and report.interrupted is None,
         "fusions": [fusion_record(f) for f in report.fusions],
     }
+    if report.notices:
+        document["notices"] = list(report.notices)
     if report.interrupted is not None:
         document["interrupted"] = report.interrupted
     if clusters is not None:
