@@ -121,7 +121,9 @@ def test_parallel_corpus_runs_match_serial_ones_and_write_junit(tmp_path, monkey
 
 def test_errors_cluster_by_normalized_message(tmp_path):
     for index in range(3):
-        (tmp_path / f"bad{index}.py").write_text(f"raise ValueError('broken at line {index}')\n")
+        (tmp_path / f"bad{index}.py").write_text(
+            f"from nvfuser import FusionDefinition\nraise ValueError('broken at line {index}')\n"
+        )
     report = run_corpus([tmp_path], RunOptions(device="cpu"))
     (cluster,) = cluster_failures(report)
     assert cluster.count == 3 and cluster.signature.startswith("error: ")

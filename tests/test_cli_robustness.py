@@ -165,3 +165,23 @@ def test_a_folder_run_never_executes_files_that_are_not_repros(tmp_path):
     assert [f["name"] for f in document["fusions"]] == ["fusion"]
     (notice,) = document["notices"]
     assert "skipped 1 file(s)" in notice and "setup.py" in notice
+
+
+def test_bisect_never_writes_into_a_full_folder_without_force(tmp_path):
+    (tmp_path / "minimized.py").write_text("# the user's own file\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["bisect", str(RMS_NORM), "-o", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "is not empty; pass --force" in result.stderr
+    assert (tmp_path / "minimized.py").read_text(encoding="utf-8") == "# the user's own file\n"
+
+
+@pytest.mark.parametrize("command", ["explain", "convert"])
+def test_unwritable_outputs_are_usage_errors(tmp_path, command):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("", encoding="utf-8")
+    target = str(blocker / "out.txt")
+    args = (["explain-segmentation", str(RMS_NORM), "--dot", target] if command == "explain"
+            else ["convert", str(RMS_NORM), "-o", target])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert "not a writable folder" in result.stderr and "Traceback" not in result.output

@@ -108,7 +108,10 @@ def run_paths(
         return report
     report.notices += skipped_notices(skipped)
     if not files:
-        error = InputError("no .py, .yaml or .yml fusion files found", where=str(paths[0]))
+        found = "no .py, .yaml or .yml fusion files found"
+        if skipped:
+            found = f"no repros found ({len(skipped)} file(s) do not look like repros)"
+        error = InputError(found, where=str(paths[0]))
         if options.debug:
             raise error
         report.fusions.append(_error_outcome(str(paths[0]), "", error))

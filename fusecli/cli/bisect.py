@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from fusecli.cli.main import debug_enabled, guarded, warn_fault_injection
-from fusecli.cli.options import execution_options
+from fusecli.cli.options import check_writable, execution_options
 
 _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 
@@ -38,8 +38,10 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 @click.option("--no-shrink", is_flag=True, help="Do not shrink input sizes.")
 @click.option("--max-queries", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Stop minimizing after this many questions (the smallest so far is kept).")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+@click.option("-o", "--output", "output_dir", type=click.Path(path_type=Path), default=None,
+              callback=check_writable,
               help="Folder for repros and replay files (default: a new temporary folder).")
+@click.option("--force", is_flag=True, help="Write into a non-empty --output folder.")
 @click.option("--in-process", is_flag=True,
               help="Ask questions in this process: faster, but a crash or hang is fatal.")
 @click.option("--no-fork", is_flag=True,
@@ -49,8 +51,8 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 @execution_options
 @guarded
 def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, repeat, jobs, mode,
-           no_shrink, max_queries, output, in_process, no_fork, as_json, executor, device, rules,
-           seed, rtol, atol, no_tiebreak) -> int:
+           no_shrink, max_queries, output_dir, force, in_process, no_fork, as_json, executor,
+           device, rules, seed, rtol, atol, no_tiebreak) -> int:
     """Localize a failure: the first diverging segment, then the smallest repro that fails.
 
     Every question runs in a process of its own with a timeout (forked from a preloaded
@@ -86,6 +88,8 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
 
     if git_range is None and (oracle_command is not None or repo != Path(".")):
         raise InputError("--command and --repo go with --git GOOD BAD")
+    if output_dir is not None and output_dir.is_dir() and any(output_dir.iterdir()) and not force:
+        raise InputError(f"{output_dir} is not empty; pass --force to overwrite its files")
     warn_fault_injection()  # said once here; the library's warning would repeat it
     warnings.filterwarnings("ignore", category=FaultInjectionWarning)
     debug = debug_enabled()
@@ -96,7 +100,7 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
     options = BisectOptions(
         run=run_options, kind=kind, check_str=check_str, timeout=timeout, repeat=repeat,
         jobs=jobs, isolate=not in_process, fork=not no_fork, mode=mode, shrink=not no_shrink,
-        max_queries=max_queries, output=output,
+        max_queries=max_queries, output=output_dir,
     )
     git = None if git_range is None else GitRange(*git_range, repo=repo, command=oracle_command)
     errors = Console(stderr=True)

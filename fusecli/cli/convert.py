@@ -7,11 +7,13 @@ from pathlib import Path
 import click
 
 from fusecli.cli.main import guarded
+from fusecli.cli.options import check_writable
 
 
 @click.command()
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              callback=check_writable,
               help="Write here instead of stdout (never overwrites without --force).")
 @click.option("--to", "target", type=click.Choice(["yaml", "python"]), default=None,
               help="Output format; default: the other one, or from -o's suffix.")

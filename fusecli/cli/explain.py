@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from fusecli.cli.main import guarded
+from fusecli.cli.main import guarded, stdout_closing_early
+from fusecli.cli.options import check_writable
 from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES
 
 
@@ -24,7 +25,7 @@ from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES
 @click.option("--format", "view", type=click.Choice(["tree", "nvfuser"]), default="tree",
               show_default=True, help="tree: a readable rich view; nvfuser: nvFuser's log text.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.option("--dot", type=click.Path(path_type=Path), default=None,
+@click.option("--dot", type=click.Path(path_type=Path), default=None, callback=check_writable,
               help="Write a Graphviz drawing of the segments to this file.")
 @click.option("--force", is_flag=True, help="Overwrite the --dot file if it exists.")
 @click.option("--summary", is_flag=True, help="Tree view: only the segments, not the log.")
@@ -63,15 +64,16 @@ def explain(path, rules, disabled, fuse_matmul, disable_matmul_expr_eval, view, 
     outcomes = explain_path(path, options)
     if not outcomes:
         raise InputError("defines no fusion with inputs to segment", where=str(path))
-    if as_json:
-        records = [explain_record(o) for o in outcomes]
-        document = {"ok": all(r["ok"] for r in records), "fusions": records}
-        click.echo(json.dumps(document, indent=2))
-    elif view == "nvfuser":
-        for outcome in outcomes:
-            click.echo(nvfuser_log(outcome.segmented), nl=False)
-    else:
-        render_explain(outcomes, Console(), show_log=not summary)
+    with stdout_closing_early():
+        if as_json:
+            records = [explain_record(o) for o in outcomes]
+            document = {"ok": all(r["ok"] for r in records), "fusions": records}
+            click.echo(json.dumps(document, indent=2))
+        elif view == "nvfuser":
+            for outcome in outcomes:
+                click.echo(nvfuser_log(outcome.segmented), nl=False)
+        else:
+            render_explain(outcomes, Console(), show_log=not summary)
     if dot is not None:
         dot.write_text("".join(dot_graph(o) for o in outcomes))
     return 0 if all(o.segmented.ok for o in outcomes) else 3
