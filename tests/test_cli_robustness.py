@@ -185,3 +185,26 @@ def test_unwritable_outputs_are_usage_errors(tmp_path, command):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2, result.output
     assert "not a writable folder" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_yaml_input_larger_than_memory_is_refused_before_allocation(tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text(
+        "fusecli_yaml: 1\n"
+        "name: huge\n"
+        "definition: |\n"
+        "  def nvfuser_fusion(fd : FusionDefinition) -> None :\n"
+        "      T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True],"
+        " dtype=DataType.Float, is_cpu=False)\n"
+        "      fd.add_output(fd.ops.exp(T0))\n"
+        "inputs:\n"
+        "  - kind: tensor\n"
+        "    dtype: float32\n"
+        "    shape: [1000000, 1000000]\n",
+        encoding="utf-8",
+    )
+    result = invoke("run", str(path))
+    assert result.exit_code == 2, result.output
+    assert "inputs[0]: cannot make this input" in result.stderr
+    assert "more than half of this machine's memory" in result.stderr
+    assert f"{path}:" in result.stderr  # the file and line of that input

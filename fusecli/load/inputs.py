@@ -10,6 +10,7 @@ the device.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,14 +80,31 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 # --- making inputs --------------------------------------------------------------------------
 
 
+def host_memory_bytes() -> int | None:
+    """The machine's physical memory, where the platform says (POSIX)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def make_input(spec: InputSpec, device: str) -> Any:
     """The value ``spec`` describes; tensors on ``device`` unless they are CPU scalar tensors.
 
-    Raises ValueError or RuntimeError (from torch) when the spec cannot be made.
+    Raises ValueError or RuntimeError (from torch) when the spec cannot be made, and
+    ValueError before allocating anything when its storage would not fit in the machine's
+    memory (inputs are made on the host first): a refusal, not an OOM kill.
     """
     if isinstance(spec, ScalarSpec):
         return spec.value
     torch_dtype = TENSOR_DTYPES[spec.dtype]
+    needed = spec.span * torch_dtype.itemsize
+    memory = host_memory_bytes()
+    if memory is not None and needed > memory // 2:
+        raise ValueError(
+            f"its storage ({spec.span:,} elements, {needed / 2**30:,.1f} GiB) would take more "
+            f"than half of this machine's memory ({memory / 2**30:,.1f} GiB)"
+        )
     if spec.values is not None:
         storage = values_to_tensor(spec.values, torch_dtype)
     else:
