@@ -138,3 +138,22 @@ def test_shards_split_a_corpus_without_overlap():
     for bad in ("0/3", "4/3", "x", "1/0"):
         with pytest.raises(InputError):
             parse_shard(bad)
+
+
+def test_bisect_minimizes_when_segmentation_itself_crashes(tmp_path, monkeypatch):
+    """Segment bisection needs segments; when the segmenter raises, op-level minimization
+    still localizes the failure (a crash of the segmenter is a failure like any other)."""
+    from fusecli.bisect import segments
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("segment graph is not a DAG")
+
+    monkeypatch.setattr(segments, "segment_fusion", crash)
+    result = invoke(str(FUSIONS / "softmax.yaml"), "--in-process", "--json", "-o",
+                    str(tmp_path), env={"FUSECLI_INJECT_FAULT": "exp"})
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["segments"] is None
+    assert document["minimized"]["exprs"] == ["exp"] and document["minimized"]["verified"]
+    assert any("segmentation itself raised RuntimeError: segment graph is not a DAG" in note
+               for note in document["notes"])

@@ -111,7 +111,7 @@ def _localize(
 ) -> None:
     from fusecli.bisect.minimize import minimize
     from fusecli.bisect.repro import repro_header
-    from fusecli.bisect.segments import find_segment
+    from fusecli.bisect.segments import SegmentationFailed, find_segment
 
     failing = [v for v in first.verdicts if v.failed]
     if not failing:
@@ -135,14 +135,18 @@ def _localize(
         base = Question(loaded=loaded)
     start = slicer.everything() if slicer else None
     if options.mode in ("all", "segments"):
-        finding, replays, selection = find_segment(
-            loaded, base, Question(path=path, index=index), slicer, oracle, tracker,
-            report.output_dir, header,
-        )
-        report.segments = finding
-        report.replays.update(replays)
-        if selection is not None:
-            start = selection
+        try:
+            finding, replays, selection = find_segment(
+                loaded, base, Question(path=path, index=index), slicer, oracle, tracker,
+                report.output_dir, header,
+            )
+        except SegmentationFailed as error:
+            report.notes.append(f"no segment bisection: {error}; minimizing at the op level")
+        else:
+            report.segments = finding
+            report.replays.update(replays)
+            if selection is not None:
+                start = selection
     if options.mode in ("all", "minimize") and slicer is not None:
         result = minimize(slicer, start, oracle, tracker, shrink_sizes=options.shrink,
                           max_queries=options.max_queries)

@@ -31,6 +31,11 @@ from fusecli.segment.result import Segment, SegmentedFusion
 from fusecli.segment.segmenter import segment_fusion
 
 
+class SegmentationFailed(Exception):
+    """The fusion could not be cut into segments to bisect: only op-level minimization can
+    localize the failure."""
+
+
 def probes(low: int, high: int, width: int) -> list[int]:
     """Up to ``width`` points strictly inside (low, high), evenly spread."""
     if width <= 1:
@@ -121,7 +126,14 @@ def find_segment(
     culprit's selection (for minimization to start from) when the culprit fails alone."""
     started, asked = time.perf_counter(), oracle.queries
     rules = oracle.options.rules
-    segmented = segment_fusion(loaded.fusion, loaded.inputs, profile=rules, keep_log=True)
+    try:
+        segmented = segment_fusion(loaded.fusion, loaded.inputs, profile=rules, keep_log=True)
+    except Exception as error:  # the segmenter is under test too
+        raise SegmentationFailed(
+            f"segmentation itself raised {type(error).__name__}: {error}"
+        ) from error
+    if segmented.failure is not None:
+        raise SegmentationFailed("no scheduler accepts one of the segments")
     index, steps, (last_good, first_bad) = bisect_segments(base, segmented, oracle, tracker)
     segment = segmented.segments[index]
     executor = executor_name(oracle.options.executor)
