@@ -33,6 +33,7 @@ class RunOptions:
     rules: str = "nvfuser"
     strict: bool = False  # a segment without a generated kernel is an error, not ATen
     timeout: float | None = None  # seconds one file (load and runs) may take; None: no limit
+    all_calls: bool = False  # every fd.execute call of a script, not one per input signature
     debug: bool = False  # let errors propagate, with their tracebacks
 
 
@@ -144,7 +145,9 @@ def run_file(path: Path, options: RunOptions) -> list[FusionOutcome]:
 
     try:
         with time_limit(options.timeout, str(path)):
-            loaded = load_path(path, device=options.device, seed=options.seed)
+            loaded = load_path(
+                path, device=options.device, seed=options.seed, all_calls=options.all_calls
+            )
     except FusecliError as error:
         if options.debug:
             raise

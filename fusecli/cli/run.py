@@ -30,13 +30,16 @@ from fusecli.cli.options import check_writable, execution_options
               show_default=True,
               help="Seconds one file may take to load, and each of its fusions to run; past it, "
               "that fusion is an error (exit 3) and the run goes on.")
+@click.option("--all-calls", is_flag=True,
+              help="Check every fd.execute call of a script, not one per fusion and input "
+              "signature (dtypes, shapes, strides, devices, scalar values).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes (one per GPU where there are GPUs).")
 @click.option("--shard", default=None, metavar="K/N",
               help="Run only the K-th of N slices of the sorted file list (CI matrices).")
 @guarded
 def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose, strict,
-        junit, timeout, jobs, shard) -> int:
+        junit, timeout, all_calls, jobs, shard) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
@@ -56,7 +59,7 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     warn_fault_injection()
     options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
-        float64_tiebreak=not no_tiebreak, strict=strict, timeout=timeout,
+        float64_tiebreak=not no_tiebreak, strict=strict, timeout=timeout, all_calls=all_calls,
         debug=debug_enabled(),
     )
     selected = parse_shard(shard)

@@ -20,8 +20,13 @@ from fusecli.load.yaml_format import load_yaml
 SUFFIXES = (".py", ".yaml", ".yml")
 
 
-def load_path(path: str | Path, *, device: str = "auto", seed: int = 0) -> list[LoadedFusion]:
-    """The fusions of the file at ``path``: a ``.py`` script, or ``.yaml``/``.yml``."""
+def load_path(
+    path: str | Path, *, device: str = "auto", seed: int = 0, all_calls: bool = False
+) -> list[LoadedFusion]:
+    """The fusions of the file at ``path``: a ``.py`` script, or ``.yaml``/``.yml``.
+
+    ``all_calls``: a script's repeated ``fd.execute`` calls with one input signature are each
+    a fusion to check, not one."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file", str(path))
@@ -29,7 +34,7 @@ def load_path(path: str | Path, *, device: str = "auto", seed: int = 0) -> list[
         raise InputError("is a folder; give the files, or let discover() expand it", str(path))
     suffix = path.suffix.lower()
     if suffix == ".py":
-        return load_python(path, device=device, seed=seed)
+        return load_python(path, device=device, seed=seed, all_calls=all_calls)
     if suffix in (".yaml", ".yml"):
         return load_yaml(path, device=device, seed=seed)
     raise InputError(

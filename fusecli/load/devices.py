@@ -4,8 +4,9 @@ Repro scripts put their inputs on ``'cuda:0'``. While ``cuda_mapped_to_cpu()`` i
 script asks to place on a CUDA device lands on the CPU instead: the ``device=`` argument of
 torch's factory functions and of ``torch.testing.make_tensor``, ``Tensor.cuda()``,
 ``Tensor.to('cuda')`` (or a CUDA ``torch.device``, or a device ordinal), ``Tensor.new_*``,
-``torch.set_default_device('cuda')`` and ``torch.cuda.synchronize()``. Queries stay honest:
-``torch.cuda.is_available()`` still says False, and ``tensor.is_cuda`` is False.
+``torch.set_default_device('cuda')``, and the timing, profiling and stream calls scripts make
+around a fusion (``fusecli.load.cuda_stand_ins``). ``torch.cuda.is_available()`` still says
+False, and ``tensor.is_cuda`` is False.
 
 Everything patched is restored on exit, also when the script raised.
 """
@@ -19,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from fusecli.load.cuda_stand_ins import STAND_INS
 
 # torch functions whose keyword ``device=`` places the result.
 FACTORY_FUNCTIONS = (
@@ -72,6 +75,9 @@ def cuda_mapped_to_cpu() -> Iterator[DeviceMapping]:
         _patch(mapping, torch.Tensor, "pin_memory", _tensor_pin_memory)
         _patch(mapping, torch, "set_default_device", _set_default_device)
         _patch(mapping, torch.cuda, "synchronize", _synchronize)
+        for (submodule, name), stand_in in STAND_INS.items():
+            owner = getattr(torch.cuda, submodule) if submodule else torch.cuda
+            _patch(mapping, owner, name, _standing_in(stand_in))
         yield mapping
     finally:
         for restore in reversed(mapping._restore):
@@ -166,6 +172,24 @@ def _set_default_device(mapping: DeviceMapping, original: Callable, name: str) -
         original(device)
 
     return set_default_device
+
+
+def _standing_in(stand_in: object) -> Wrapper:
+    """A wrapper maker that puts ``stand_in`` in the original's place, counting its uses."""
+
+    def make(mapping: DeviceMapping, original: Callable, name: str) -> Callable:
+        if isinstance(stand_in, type):  # a class (Event, Stream): scripts may subclass it
+            return stand_in
+
+        def standing_in(*args: Any, **kwargs: Any) -> Any:
+            mapping.mapped += 1
+            return stand_in(*args, **kwargs)  # type: ignore[operator]
+
+        standing_in.__name__ = name
+        standing_in.__doc__ = f"torch.cuda.{name}, as it means on the host (CUDA mapped to the CPU)"
+        return standing_in
+
+    return make
 
 
 def _synchronize(mapping: DeviceMapping, original: Callable, name: str) -> Callable:

@@ -20,28 +20,47 @@ import ast
 import builtins
 import contextlib
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from fusecli.errors import InputError
+from fusecli.errors import FusecliError, InputError
 from fusecli.frontend import session as frontend_session
 from fusecli.frontend.definition import FusionDefinition
+from fusecli.ir.builder import DefinitionError
 from fusecli.load.devices import cuda_mapped_to_cpu, resolve_device
 from fusecli.load.failures import raise_user_error, user_line
 from fusecli.load.inputs import clone_exact
 from fusecli.load.model import LoadedFusion
+from fusecli.load.script_tests import ScriptTests, defines_tests, run_script_tests
 from fusecli.load.shim import nvfuser_modules
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Captured:
     fd: FusionDefinition
     inputs: list[Any]
     line: int | None
+    repeats: int = 0  # later calls with the same definition and input signature
+
+
+def call_signature(fd: FusionDefinition, inputs: list[Any]) -> tuple:
+    """What makes two execute calls the same check: the definition (as nvFuser would print it,
+    so a definition rebuilt in a loop is the same) and each input's dtype, shape, strides and
+    device, or a scalar's type and value."""
+    described = []
+    for value in inputs:
+        if isinstance(value, torch.Tensor):
+            described.append((
+                str(value.dtype), tuple(value.shape), tuple(value.stride()), value.device.type,
+            ))
+        else:
+            described.append((type(value).__name__, repr(value)))
+    return repr(fd), tuple(described)
 
 
 class _CallRecorder(list):
@@ -49,19 +68,30 @@ class _CallRecorder(list):
 
     The session appends each call *before* running it, so this is where the inputs are copied
     untouched (a fusion with an aliased output writes into its input) and where the script's
-    line of the call is on the stack.
+    line of the call is on the stack. A call with the signature of an earlier one (a warm-up
+    or timing loop) is counted, not copied, unless every call is to be kept.
     """
 
-    def __init__(self, filename: str) -> None:
+    def __init__(self, filename: str, all_calls: bool = False) -> None:
         super().__init__()
         self.filename = filename
+        self.all_calls = all_calls
         self.captured: list[_Captured] = []
+        self._seen: dict[tuple, _Captured] = {}
 
     def append(self, call: frontend_session.ExecuteCall) -> None:
+        key = None if self.all_calls else call_signature(call.fd, list(call.inputs))
+        earlier = self._seen.get(key) if key is not None else None
+        if earlier is not None:
+            earlier.repeats += 1
+            return
         super().append(call)
-        self.captured.append(
-            _Captured(call.fd, clone_exact(list(call.inputs)), _calling_line(self.filename))
+        captured = _Captured(
+            call.fd, clone_exact(list(call.inputs)), _calling_line(self.filename)
         )
+        self.captured.append(captured)
+        if key is not None:
+            self._seen[key] = captured
 
 
 def _calling_line(filename: str) -> int | None:
@@ -74,9 +104,12 @@ def _calling_line(filename: str) -> int | None:
 
 
 def load_python(
-    path: str | Path, *, device: str = "auto", seed: int = 0
+    path: str | Path, *, device: str = "auto", seed: int = 0, all_calls: bool = False
 ) -> list[LoadedFusion]:
-    """Run the repro script at ``path``; one LoadedFusion per ``fd.execute`` call it made.
+    """Run the repro script at ``path``; one LoadedFusion per distinct ``fd.execute`` call.
+
+    Calls with the same definition and input signature (``call_signature``) are one fusion,
+    checked once; ``all_calls`` keeps every call.
 
     A script that makes no call but leaves ``fd`` and ``inputs`` defined gives those. Torch is
     seeded with ``seed`` first, so that random inputs are the same on every load. Errors in
@@ -95,7 +128,7 @@ def load_python(
         raise InputError(f"syntax error: {exc.msg}", f"{filename}:{exc.lineno}") from None
 
     map_to_cpu = resolve_device(device) == "cpu"
-    recorder = _CallRecorder(filename)
+    recorder = _CallRecorder(filename, all_calls)
     session = frontend_session.Session(
         map_cuda_to_cpu=map_to_cpu, run_executes=False, calls=recorder
     )
@@ -111,7 +144,17 @@ def load_python(
         frontend_session.capturing(session),
         mapping_context as mapping,
     ):
-        _run_guarded(filename, lambda: exec(code, namespace))
+        def after_a_fusion(exc: BaseException) -> bool:
+            # The script's own code failing once a fusion was captured (a trailing assert on
+            # nvFuser's wrong result, a print): the fusion still runs; fusecli's errors do not.
+            return bool(recorder.captured) and not _raised_by_fusecli(exc)
+
+        script_notices = []
+        trailing = _run_guarded(filename, lambda: exec(code, namespace), after_a_fusion)
+        if trailing is not None:
+            script_notices.append(f"{trailing}, after its fd.execute call(s): ignored")
+        if not recorder.captured and trailing is None and defines_tests(namespace, filename):
+            script_notices += _run_tests(namespace, filename)
         captured = recorder.captured or _captured_globals(namespace, tree, filename)
 
     if not captured:
@@ -129,21 +172,74 @@ def load_python(
             inputs=call.inputs,
             line=call.line,
             source_kind="python",
-            notices=notices,
+            notices=(*notices, *script_notices, *_repeat_notice(call)),
         )
         for index, call in enumerate(captured)
     ]
 
 
-def _run_guarded(filename: str, run: Any) -> None:
+def _repeat_notice(call: _Captured) -> tuple[str, ...]:
+    if not call.repeats:
+        return ()
+    line = f" (line {call.line})" if call.line is not None else ""
+    return (
+        f"fd.execute{line} was called {call.repeats + 1} times with this fusion and inputs of "
+        "one signature: checked once (--all-calls checks every call)",
+    )
+
+
+def _run_guarded(
+    filename: str, run: Any, tolerate: Callable[[BaseException], bool] | None = None
+) -> str | None:
+    """Run the script's code; its errors become InputError naming its line, except those
+    ``tolerate`` accepts, which are returned as one line instead."""
     try:
         run()
     except SystemExit as exc:
         if exc.code not in (None, 0):
+            if tolerate is not None and tolerate(exc):
+                return f"the script exited with status {exc.code}"
             raise InputError(f"the script exited with status {exc.code}", filename) from None
     except Exception as exc:
         line = user_line(exc, filename)
-        raise_user_error(exc, f"{filename}:{line}" if line is not None else filename)
+        where = f"{filename}:{line}" if line is not None else filename
+        if tolerate is not None and tolerate(exc):
+            return f"{where}: the script raised {type(exc).__name__}: {exc}"
+        raise_user_error(exc, where)
+    return None
+
+
+def _raised_by_fusecli(exc: BaseException) -> bool:
+    """fusecli's errors, and errors raised inside fusecli (bad arguments to ``fd.ops``)."""
+    if isinstance(exc, FusecliError | DefinitionError):
+        return True
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(_PACKAGE)
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def _run_tests(namespace: dict[str, Any], filename: str) -> list[str]:
+    """The script defines tests and captured nothing: call them (see ``script_tests``)."""
+    run = ScriptTests()
+
+    def call_tests() -> None:
+        nonlocal run
+        run = run_script_tests(namespace, filename, fatal=_raised_by_fusecli)
+
+    _run_guarded(filename, call_tests)
+    notices = []
+    if run.ran:
+        notices.append(f"the script runs no fusion itself: fusecli called its tests "
+                       f"{', '.join(run.ran[:8])}{', ...' if len(run.ran) > 8 else ''}")
+    if run.skipped:
+        notices.append(f"tests not called: {'; '.join(run.skipped)}")
+    for label, error in run.failures:
+        line = user_line(error, filename)
+        where = f" at line {line}" if line is not None else ""
+        notices.append(f"{label} raised {type(error).__name__}{where}: {error}: ignored")
+    return notices
 
 
 def _captured_globals(
