@@ -208,3 +208,28 @@ def test_a_yaml_input_larger_than_memory_is_refused_before_allocation(tmp_path):
     assert "inputs[0]: cannot make this input" in result.stderr
     assert "more than half of this machine's memory" in result.stderr
     assert f"{path}:" in result.stderr  # the file and line of that input
+
+
+def test_explain_reports_a_segmenter_crash_as_that_fusions_record(tmp_path, monkeypatch):
+    from fusecli.app import explain
+
+    path = tmp_path / "two.py"
+    path.write_text(GOOD + GOOD.replace("fd.ops.exp", "fd.ops.neg").split("\n", 2)[2],
+                    encoding="utf-8")
+    real = explain.segment_fusion
+
+    def crash_on_neg(fusion, *args, **kwargs):
+        if any(e.op.value == "neg" for e in fusion.exprs):
+            raise RuntimeError("segment graph is not a DAG")
+        return real(fusion, *args, **kwargs)
+
+    monkeypatch.setattr(explain, "segment_fusion", crash_on_neg)
+    result = invoke("explain-segmentation", str(path), "--json")
+    assert result.exit_code == 3
+    first, second = json.loads(result.stdout)["fusions"]
+    assert first["status"] == "pass" and first["segments"]
+    assert second["status"] == "error"
+    assert second["error"] == "internal error: RuntimeError: segment graph is not a DAG"
+    assert "crash_on_neg" in second["detail"]
+    tree = invoke("explain-segmentation", str(path))
+    assert tree.exit_code == 3 and "the segmenter failed" in tree.stdout

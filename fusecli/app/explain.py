@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fusecli.errors import InputError
-from fusecli.load import load_path
+from fusecli.ir.nodes import Fusion
+from fusecli.load import LoadedFusion, load_path
 from fusecli.segment.result import SegmentedFusion
 from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES, Switches
 from fusecli.segment.segmenter import segment_fusion
@@ -21,6 +22,7 @@ class ExplainOptions:
     matmul_expr_eval: bool = True
     device: str = "auto"
     seed: int = 0
+    debug: bool = False  # let an internal error propagate, with its traceback
 
     def switches(self) -> Switches:
         return Switches(
@@ -32,10 +34,19 @@ class ExplainOptions:
 
 @dataclass(slots=True)
 class ExplainOutcome:
-    loaded: Any  # fusecli.load.LoadedFusion
-    original: Any  # the fusion as defined (before profile lowering)
-    segmented: SegmentedFusion
+    """One fusion's segmentation; or, when the segmenter itself crashed on it, ``error`` (a
+    line) and ``detail`` (the traceback) with no ``segmented``."""
+
+    loaded: LoadedFusion
+    original: Fusion  # the fusion as defined (before profile lowering)
+    segmented: SegmentedFusion | None
     notices: list[str] = field(default_factory=list)
+    error: str | None = None
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.segmented is not None and self.segmented.ok
 
 
 def validate_options(options: ExplainOptions) -> None:
@@ -55,9 +66,17 @@ def explain_path(path: Path, options: ExplainOptions) -> list[ExplainOutcome]:
     validate_options(options)
     outcomes = []
     for loaded in load_path(path, device=options.device, seed=options.seed):
-        segmented = segment_fusion(
-            loaded.fusion, loaded.inputs, profile=options.rules,
-            switches=options.switches(), keep_log=True,
-        )
-        outcomes.append(ExplainOutcome(loaded, loaded.fusion, segmented, list(loaded.notices)))
+        outcome = ExplainOutcome(loaded, loaded.fusion, None, list(loaded.notices))
+        try:
+            outcome.segmented = segment_fusion(
+                loaded.fusion, loaded.inputs, profile=options.rules,
+                switches=options.switches(), keep_log=True,
+            )
+        except Exception as error:  # one fusion's crash is its record; the others go on
+            if options.debug:
+                raise
+            lines = str(error).strip().splitlines()
+            outcome.error = f"internal error: {type(error).__name__}: {lines[0] if lines else ''}"
+            outcome.detail = "".join(traceback.format_exception(error))
+        outcomes.append(outcome)
     return outcomes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from fusecli.cli.main import guarded, stdout_closing_early
+from fusecli.cli.main import debug_enabled, guarded, stdout_closing_early
 from fusecli.cli.options import check_writable
 from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES
 
@@ -59,7 +59,7 @@ def explain(path, rules, disabled, fuse_matmul, disable_matmul_expr_eval, view, 
         raise InputError(f"{dot} exists; pass --force to overwrite it")
     options = ExplainOptions(
         rules=rules, disabled=frozenset(disabled), fuse_matmul=fuse_matmul,
-        matmul_expr_eval=not disable_matmul_expr_eval, device=device,
+        matmul_expr_eval=not disable_matmul_expr_eval, device=device, debug=debug_enabled(),
     )
     outcomes = explain_path(path, options)
     if not outcomes:
@@ -71,9 +71,13 @@ def explain(path, rules, disabled, fuse_matmul, disable_matmul_expr_eval, view, 
             click.echo(json.dumps(document, indent=2))
         elif view == "nvfuser":
             for outcome in outcomes:
+                if outcome.segmented is None:
+                    click.echo(f"fusecli: error: {outcome.loaded.where}: {outcome.error}",
+                               err=True)
+                    continue
                 click.echo(nvfuser_log(outcome.segmented), nl=False)
         else:
             render_explain(outcomes, Console(), show_log=not summary)
     if dot is not None:
         dot.write_text("".join(dot_graph(o) for o in outcomes))
-    return 0 if all(o.segmented.ok for o in outcomes) else 3
+    return 0 if all(o.ok for o in outcomes) else 3

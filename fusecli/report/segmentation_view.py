@@ -168,6 +168,10 @@ def render_explain(outcomes: list[ExplainOutcome], console: Console, show_log: b
     for outcome in outcomes:
         segmented = outcome.segmented
         console.rule(f"{outcome.loaded.name}  {outcome.loaded.path}")
+        if segmented is None:
+            console.print(Panel(Text(outcome.error or ""), title="the segmenter failed",
+                                border_style="red"))
+            continue
         if show_log:
             console.print(log_tree(outcome))
         if segmented.failure is not None:
@@ -188,6 +192,12 @@ def render_explain(outcomes: list[ExplainOutcome], console: Console, show_log: b
 
 def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
     segmented = outcome.segmented
+    if segmented is None:
+        return {
+            "path": str(outcome.loaded.path), "name": outcome.loaded.name, "ok": False,
+            "status": "error", "error": outcome.error, "detail": outcome.detail,
+            "segments": [], "edges": [], "outputs": [], "log": [], "diagnosis": None,
+        }
     namer = Namer(segmented.fusion)
     log = []
     for entry in segmented.log or []:
@@ -205,6 +215,7 @@ def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
         "ok": segmented.ok,
         "status": "pass" if segmented.ok else "error",
         "error": None if segmented.ok else NOT_FOUND,
+        "detail": None,
         "rules": segmented.profile,
         "segments": [
             {
@@ -231,8 +242,11 @@ def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
 def dot_graph(outcome: ExplainOutcome) -> str:
     """Graphviz: one cluster per segment, an edge per value crossing segments."""
     segmented = outcome.segmented
-    namer = Namer(segmented.fusion)
     lines = ["digraph segmented_fusion {", "  rankdir=TB;", "  node [shape=box, fontsize=10];"]
+    if segmented is None:
+        return "\n".join([*lines, f'  failed [label="{outcome.loaded.name}: segmenter failed"];',
+                          "}"]) + "\n"
+    namer = Namer(segmented.fusion)
     for segment in segmented.segments:
         lines.append(f"  subgraph cluster_{segment.id} {{")
         lines.append(f'    label="segment {segment.id}: {segment.scheduler}";')
