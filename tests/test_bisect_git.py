@@ -187,3 +187,49 @@ def test_a_dirty_checkout_is_refused_untouched(tmp_path):
 def test_outcomes_map_to_git_bisect_codes(flavor, kind, code, ended, output, expected):
     spec = {"flavor": flavor, "kind": kind, "check_str": None, "timeout": 1.0}
     assert classify(spec, code, output, ended)[0] == expected
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="looks for processes in /proc")
+def test_an_interrupted_git_bisect_restores_the_checkout(tmp_path):
+    """SIGINT to fusecli alone (what ``timeout -s INT`` sends) while commits are being tested."""
+    import signal
+    import time
+
+    repo, started = tmp_path / "repo", tmp_path / "started"
+
+    def files(i: int) -> dict[str, str]:
+        # GOOD and BAD answer at once; every commit between takes a minute: the signal comes
+        # while git's own bisect run is testing one.
+        slow = f"import sys, time\nopen({str(started)!r}, 'w')\ntime.sleep(60)\n"
+        check = {0: "import sys\nsys.exit(0)\n", 9: "import sys\nsys.exit(1)\n"}.get(i, slow)
+        return {**_tinycalc(i), "check.py": check}
+
+    shas = _history(repo, files)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fusecli", "bisect", "--git", shas[0], shas[-1], "--repo",
+         str(repo), "--command", f"{sys.executable} check.py"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # until a commit is checked out and being tested
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 125, err.decode()
+    assert "interrupted" in err.decode()
+    _assert_restored(repo)
+    # and git's bisect run is not left going on, to check out commits under the restored branch
+    assert not _processes_mentioning(str(repo), "bisect")
+
+
+def _processes_mentioning(*words: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if all(word in text for word in words):
+            found.append(text)
+    return found

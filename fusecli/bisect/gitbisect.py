@@ -13,10 +13,13 @@ is always put back where it was: bisect reset, then the original branch or commi
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -170,15 +173,25 @@ def _bisect(
     tracker.update("git", f"bisecting {good.hash[:10]}..{bad.hash[:10]}")
     process = subprocess.Popen(
         ["git", "-C", str(top), "bisect", "run", *step], stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     output = []
-    for line in process.stdout:
-        output.append(line)
-        if line.startswith("fusecli-step "):
-            tracker.update("git", f"tested {line.split()[1][:10]}: {line.split()[2].rstrip(':')}")
-            tracker.query_done()
-    process.wait()
+    try:
+        for line in process.stdout:
+            output.append(line)
+            if line.startswith("fusecli-step "):
+                tracker.update(
+                    "git", f"tested {line.split()[1][:10]}: {line.split()[2].rstrip(':')}"
+                )
+                tracker.query_done()
+        process.wait()
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM): stop git's bisect run before the checkout is put
+        # back, or it would go on checking out commits under the restored branch.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)  # git, and the step it is running
+        process.wait()
+        raise
     text = "".join(output)
     found = _FIRST_BAD.search(text)
     if found:
