@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from fusecli.compare import compare_tensors, tolerance_for
-from fusecli.errors import MissingEnvironmentError
+from fusecli.errors import FusecliError, MissingEnvironmentError
 from fusecli.frontend import FusionDefinition
 from fusecli.ir.optype import OpKind
 from fusecli.load import discover, load_path
@@ -275,13 +275,26 @@ def bench_paths(
         raise MissingEnvironmentError(f"fusecli bench needs a GPU and CuPy: {missing}")
     executor = CupyExecutor(cache_dir=Path(tempfile.mkdtemp(prefix="fusecli-kernels-")))
     copy_gbps = copy_bandwidth(repeat)
-    rows = []
+    rows, failures = [], []
     for path in discover(list(paths)):
-        for loaded in load_path(path, device="cuda"):
+        try:
+            loaded_fusions = load_path(path, device="cuda")
+        except FusecliError as error:
+            failures.append({"path": str(path), "name": path.stem, "error": str(error)})
+            continue
+        for loaded in loaded_fusions:
             if progress:
                 progress(loaded.name)
-            rows.append(measure(loaded.name, loaded.fusion, loaded.inputs,
-                                reference_function(loaded.fusion, _clone(loaded.inputs)),
-                                executor, repeat,
-                                copy_gbps, compile_baseline))
-    return rows, make_report(rows, copy_gbps, executor)
+            try:
+                rows.append(measure(loaded.name, loaded.fusion, loaded.inputs,
+                                    reference_function(loaded.fusion, _clone(loaded.inputs)),
+                                    executor, repeat, copy_gbps, compile_baseline))
+            except Exception as error:  # one fusion's failure is its record; timing goes on
+                message = str(error).strip().splitlines()
+                failures.append({
+                    "path": str(loaded.path), "name": loaded.name,
+                    "error": f"{type(error).__name__}: {message[0] if message else ''}",
+                })
+    report = make_report(rows, copy_gbps, executor)
+    report["errors"] = failures
+    return rows, report

@@ -44,4 +44,7 @@ def bench(paths, repeat, no_compile, as_json) -> int:
             if row.note:
                 errors.print(f"fusecli: note: {row.name}: {row.note}", highlight=False)
         click.echo(format_table(rows, report))
-    return 0
+    for failure in report["errors"]:
+        errors.print(f"fusecli: error: {failure['path']}: {failure['name']}: {failure['error']}",
+                     highlight=False)
+    return 3 if report["errors"] else 0
