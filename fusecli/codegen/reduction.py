@@ -17,24 +17,19 @@ reading the row again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fusecli.codegen import cdtypes
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
 from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contiguous_strides, scale
 from fusecli.codegen.kernel import Kernel, UnsupportedError
-from fusecli.codegen.pointwise import lane_count, loop_positions
+from fusecli.codegen.pointwise import loop_positions
 from fusecli.codegen.reduction_ops import Accumulator, accumulators, finish
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
+from fusecli.segment.heuristics import ReductionParams
 
-ROWS_BLOCK = 128  # threads per block when several rows share one
-MAX_BLOCKS = 1 << 20
-MAX_PERSISTENT_ELEMENTS = 64  # per thread; longer rows loop
-MAX_THREADS = 1024  # per row
-# Vectors per thread where the row allows. Measured on an H200 (16384 x 8192 bf16 LayerNorm,
-# L2 prefetch on): 1 (1024-thread blocks) reached 76% of copy bandwidth, 2 reached 90%.
-SLOTS_WANTED = 2
 # As a block starts its row it asks L2 (one sm_90 bulk prefetch per input) for a row further
 # on: blocks start in row order, so that row's block finds it there. The distance is the
 # resident blocks (MULTIPROCESSORS * 2048 / block) but at most PREFETCH_BYTES of rows, past
@@ -48,38 +43,30 @@ FULL_OCCUPANCY_THREADS = 2048  # resident threads per multiprocessor (sm_80 to s
 
 @dataclass(frozen=True, slots=True)
 class RowPlan:
-    rows: int  # M
-    row_size: int  # N
+    """The reduction scheduler's parameters, and the row structure they mean on the loop."""
+
+    params: ReductionParams
     row_dims: tuple[int, ...]  # loop dims that are kept
-    reduced_dims: tuple[int, ...]  # loop dims that are reduced
     row_shape: tuple[int, ...]
     reduced_shape: tuple[int, ...]
-    lanes: int  # V
-    threads: int  # T per row
-    rows_per_block: int  # R
-    slots: int  # S vectors per thread
-    persistent: bool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.params, name)  # rows, row_size, threads, slots, persistent...
 
     @property
-    def block(self) -> int:
-        return self.threads * self.rows_per_block
-
-    @property
-    def inner(self) -> bool:
-        """Reduced dims trailing: a row is contiguous, and threads share it."""
-        return self.reduced_dims == tuple(range(len(self.row_dims), len(self.row_dims)
-                                                + len(self.reduced_dims)))
+    def lanes(self) -> int:  # V
+        return self.params.vectorize
 
     @property
     def vectors(self) -> int:
-        return self.row_size // self.lanes
+        return self.params.row_size // self.params.vectorize
 
 
-def build_reduction(ctx: KernelContext, name: str) -> Kernel:
+def build_reduction(ctx: KernelContext, name: str, params: ReductionParams) -> Kernel:
     reference = ctx.candidate.reduction_exprs[0].inputs[0]
-    plan = _plan(ctx, reference)
+    plan = _plan(ctx, reference, params)
     outputs = _classify_outputs(ctx, reference, plan)
-    grid = max(1, min(-(-plan.rows // plan.rows_per_block), MAX_BLOCKS))
+    grid = max(1, min(-(-plan.rows // plan.rows_per_block), params.max_blocks))
     index_type = index_type_for(ctx, plan.rows + grid * plan.rows_per_block)
     emitter = Emitter(ctx, IndexSpace(), plan.lanes)
     kernel_body = _Body(emitter, ctx, plan, reference)
@@ -89,11 +76,11 @@ def build_reduction(ctx: KernelContext, name: str) -> Kernel:
     return Kernel(name, source, (grid, 1, 1), (plan.block, 1, 1), 0, ctx.params(), summary)
 
 
-def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
+def _plan(ctx: KernelContext, reference: TensorView, params: ReductionParams) -> RowPlan:
+    """The row structure of the loop, once every reduction is checked to share it."""
     shape = ctx.shape(reference)
-    reductions = ctx.candidate.reduction_exprs
-    dims = tuple(sorted(reductions[0].attr("dims")))
-    for expr in reductions:
+    dims = params.reduced_dims
+    for expr in ctx.candidate.reduction_exprs:
         positions = loop_positions(ctx, expr.inputs[0], reference)
         reduced = set(expr.attr("dims"))
         if positions is None or any(
@@ -102,25 +89,11 @@ def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
             raise UnsupportedError(
                 f"the reductions of segment {ctx.segment.id} do not share one row structure"
             )
+    if params.inner:
+        cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
     row_dims = tuple(p for p in range(len(shape)) if p not in dims)
-    row_shape = tuple(shape[p] for p in row_dims)
-    reduced_shape = tuple(shape[p] for p in dims)
-    rows, row_size = _product(row_shape), _product(reduced_shape)
-    if dims != tuple(range(len(row_dims), len(shape))):
-        # An outer reduction: a thread per row, walking it; neighbouring threads take
-        # neighbouring rows, which is coalesced when a kept dim is innermost in memory.
-        return RowPlan(rows, row_size, row_dims, dims, row_shape, reduced_shape, 1, 1,
-                       ROWS_BLOCK, row_size, False)
-    per_element = [t for t in (*ctx.segment.inputs, *ctx.segment.outputs)
-                   if ctx.numel(t) >= row_size]  # row-only outputs do not move per element
-    lanes = lane_count(per_element, reduced_shape[-1] if reduced_shape else 1)
-    vectors = row_size // lanes
-    threads = min(MAX_THREADS, _next_power_of_two(-(-vectors // SLOTS_WANTED)))
-    rows_per_block = max(1, ROWS_BLOCK // threads) if threads <= 32 else 1
-    slots = -(-vectors // threads)
-    persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
-    return RowPlan(rows, row_size, row_dims, dims, row_shape, reduced_shape, lanes, threads,
-                   rows_per_block, slots, persistent)
+    return RowPlan(params, row_dims, tuple(shape[p] for p in row_dims),
+                   tuple(shape[p] for p in dims))
 
 
 def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
@@ -405,20 +378,6 @@ def _summary(ctx: KernelContext, plan: RowPlan, grid: int, index_type: str,
         f"elements per thread; block {plan.block}, grid {grid} (grid-stride over rows); "
         f"{bits}-bit indexing; 16-byte accesses: {vectors}{prefetch}"
     )
-
-
-def _product(shape: tuple[int, ...]) -> int:
-    total = 1
-    for size in shape:
-        total *= size
-    return total
-
-
-def _next_power_of_two(value: int) -> int:
-    power = 1
-    while power < value:
-        power *= 2
-    return power
 
 
 def _word(ctype: str) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
+from fusecli.segment.heuristics import HeuristicParams
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
 from fusecli.segment.schedulers import propose
@@ -81,6 +82,11 @@ class Segmenter:
         self._record(phase, candidate, tuple(verdicts), skipped)
         return scheduler
 
+    def params_of(self, exprs: Sequence[Expr]) -> HeuristicParams | None:
+        """The heuristics of the verdict that accepted ``exprs`` (asked before)."""
+        verdicts = self._answers[frozenset(e.uid for e in exprs)][1]
+        return verdicts[-1].params if verdicts else None
+
     def _record(self, phase, candidate, verdicts, skipped=None) -> None:
         if self.log is not None:
             self.log.append(LogEntry(len(self.log), phase, candidate, verdicts, skipped))
@@ -98,7 +104,8 @@ class Segmenter:
             scheduler = self.try_schedule(tensor_exprs, "whole")
             if scheduler is not None:
                 candidate = Candidate.of(self.graph, tensor_exprs)
-                result.segments = [Segment(0, scheduler, candidate)]
+                params = self.params_of(tensor_exprs)
+                result.segments = [Segment(0, scheduler, candidate, params)]
                 return result
         self._initial_groups(tensor_exprs)
         for group in self.groups:
@@ -390,7 +397,8 @@ class Segmenter:
                 result.failure = self._diagnose(group.exprs)
                 return result
             candidate = Candidate.of(self.graph, group.exprs)
-            result.segments.append(Segment(len(result.segments), scheduler, candidate))
+            result.segments.append(Segment(len(result.segments), scheduler, candidate,
+                                           self.params_of(group.exprs)))
         return result
 
     def _toposort_with_duplicates(self, groups: list[_Group]) -> list[_Group]:
