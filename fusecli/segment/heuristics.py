@@ -54,7 +54,7 @@ class PointwiseParams(_Described):
     max_vectorize: int  # 16 bytes of the widest type moved: other loops divide it down
     threads: int = POINTWISE_THREADS
     max_blocks: int = MAX_BLOCKS
-    shapes: tuple[Shape, ...] = field(default=(), repr=False)  # the sizes these were made for
+    shapes: tuple[Shape, ...] = field(default=(), repr=False, compare=False)  # made for
 
     def vector_width(self, inner: int) -> int:
         """The lanes of a loop whose innermost extent is ``inner``."""
@@ -96,7 +96,7 @@ class ReductionParams(_Described):
     rows: int
     row_size: int
     max_blocks: int = MAX_BLOCKS
-    shapes: tuple[Shape, ...] = field(default=(), repr=False)
+    shapes: tuple[Shape, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def block(self) -> int:
