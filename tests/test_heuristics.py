@@ -100,7 +100,8 @@ def test_an_outer_reduction_walks_rows_one_thread_each() -> None:
     assert segment.scheduler == "reduction"
     assert segment.params == ReductionParams(
         vectorize=1, threads=1, rows_per_block=128, slots=8192, persistent=False, inner=False,
-        reduced_dims=(0,), rows=1024, row_size=8192)
+        reduced_dims=(0,), rows=1024, row_size=8192, row_dims=(1,), row_shape=(1024,),
+        reduced_shape=(8192,))
 
 
 @pytest.mark.parametrize(("shape", "dtype", "vectorize", "widest"), [

@@ -16,9 +16,6 @@ reading the row again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from fusecli.codegen import cdtypes
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
@@ -41,34 +38,13 @@ MULTIPROCESSORS = 132  # H100 and H200 (SXM); elsewhere the distance is off, the
 FULL_OCCUPANCY_THREADS = 2048  # resident threads per multiprocessor (sm_80 to sm_90)
 
 
-@dataclass(frozen=True, slots=True)
-class RowPlan:
-    """The reduction scheduler's parameters, and the row structure they mean on the loop."""
-
-    params: ReductionParams
-    row_dims: tuple[int, ...]  # loop dims that are kept
-    row_shape: tuple[int, ...]
-    reduced_shape: tuple[int, ...]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.params, name)  # rows, row_size, threads, slots, persistent...
-
-    @property
-    def lanes(self) -> int:  # V
-        return self.params.vectorize
-
-    @property
-    def vectors(self) -> int:
-        return self.params.row_size // self.params.vectorize
-
-
-def build_reduction(ctx: KernelContext, name: str, params: ReductionParams) -> Kernel:
+def build_reduction(ctx: KernelContext, name: str, plan: ReductionParams) -> Kernel:
     reference = ctx.candidate.reduction_exprs[0].inputs[0]
-    plan = _plan(ctx, reference, params)
+    _check_rows(ctx, reference, plan)
     outputs = _classify_outputs(ctx, reference, plan)
-    grid = max(1, min(-(-plan.rows // plan.rows_per_block), params.max_blocks))
+    grid = max(1, min(-(-plan.rows // plan.rows_per_block), plan.max_blocks))
     index_type = index_type_for(ctx, plan.rows + grid * plan.rows_per_block)
-    emitter = Emitter(ctx, IndexSpace(), plan.lanes)
+    emitter = Emitter(ctx, IndexSpace(), plan.vectorize)
     kernel_body = _Body(emitter, ctx, plan, reference)
     kernel_body.emit(outputs)
     summary = _summary(ctx, plan, grid, index_type, emitter, kernel_body.ahead)
@@ -76,10 +52,9 @@ def build_reduction(ctx: KernelContext, name: str, params: ReductionParams) -> K
     return Kernel(name, source, (grid, 1, 1), (plan.block, 1, 1), 0, ctx.params(), summary)
 
 
-def _plan(ctx: KernelContext, reference: TensorView, params: ReductionParams) -> RowPlan:
-    """The row structure of the loop, once every reduction is checked to share it."""
-    shape = ctx.shape(reference)
-    dims = params.reduced_dims
+def _check_rows(ctx: KernelContext, reference: TensorView, plan: ReductionParams) -> None:
+    """Every reduction of the segment must reduce the reference's ``reduced_dims``."""
+    dims = plan.reduced_dims
     for expr in ctx.candidate.reduction_exprs:
         positions = loop_positions(ctx, expr.inputs[0], reference)
         reduced = set(expr.attr("dims"))
@@ -89,14 +64,11 @@ def _plan(ctx: KernelContext, reference: TensorView, params: ReductionParams) ->
             raise UnsupportedError(
                 f"the reductions of segment {ctx.segment.id} do not share one row structure"
             )
-    if params.inner:
+    if plan.inner:
         cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
-    row_dims = tuple(p for p in range(len(shape)) if p not in dims)
-    return RowPlan(params, row_dims, tuple(shape[p] for p in row_dims),
-                   tuple(shape[p] for p in dims))
 
 
-def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
+def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: ReductionParams,
                       ) -> list[tuple[TensorView, tuple[int | None, ...], bool]]:
     """(output, loop position per dim, whether it has the whole loop or only the row)."""
     shape = ctx.shape(reference)
@@ -121,7 +93,7 @@ def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
 class _Body:
     """The statements of one reduction kernel."""
 
-    def __init__(self, emitter: Emitter, ctx: KernelContext, plan: RowPlan,
+    def __init__(self, emitter: Emitter, ctx: KernelContext, plan: ReductionParams,
                  reference: TensorView) -> None:
         self.emitter = emitter
         self.ctx = ctx
@@ -252,7 +224,7 @@ class _Body:
     def loop_index(self, vector: Index) -> tuple[Index, ...]:
         """The loop index of lane LANE of the vector at ``vector`` in this thread's row."""
         space, plan = self.emitter.space, self.plan
-        element = add(scale(vector, plan.lanes), space.var(LANE, 0, plan.lanes - 1))
+        element = add(scale(vector, plan.vectorize), space.var(LANE, 0, plan.vectorize - 1))
         point = list(self.row_point)
         for dim, size, stride in zip(plan.reduced_dims, plan.reduced_shape,
                                      contiguous_strides(plan.reduced_shape)):
@@ -267,7 +239,7 @@ class _Body:
         e, plan = self.emitter, self.plan
         if plan.persistent:
             for position, valid in slots:
-                for lane in range(plan.lanes):
+                for lane in range(plan.vectorize):
                     e.lane = lane
                     body(self.loop_index(position), valid)
             e.lane = 0
@@ -276,7 +248,7 @@ class _Body:
                   f"vector += {plan.threads})")
         with e.block(header):
             position = e.space.var("vector", 0, plan.vectors - 1)
-            for lane in range(plan.lanes):
+            for lane in range(plan.vectorize):
                 e.lane = lane
                 body(self.loop_index(position), None)
             e.lane = 0
@@ -333,7 +305,7 @@ class _Body:
     def _store_vector(self, outputs, position: Index, condition: str) -> None:
         e, plan = self.emitter, self.plan
         values: dict[int, list[str]] = {tensor.uid: [] for tensor, _, _ in outputs}
-        for lane in range(plan.lanes):
+        for lane in range(plan.vectorize):
             e.lane = lane
             index = self.loop_index(position)
             for tensor, positions, _ in outputs:
@@ -359,7 +331,7 @@ class _Body:
                 store(e, tensor, index, [e.value(tensor, index)])
 
 
-def _summary(ctx: KernelContext, plan: RowPlan, grid: int, index_type: str,
+def _summary(ctx: KernelContext, plan: ReductionParams, grid: int, index_type: str,
              emitter: Emitter, ahead: int) -> str:
     kind = "persistent" if plan.persistent else "looping"
     vectors = ", ".join(sorted(emitter.vector_accesses)) or "none"
@@ -374,7 +346,7 @@ def _summary(ctx: KernelContext, plan: RowPlan, grid: int, index_type: str,
     return (
         f"inner reduction ({kind}): {plan.rows} rows of {plan.row_size} "
         f"({list(plan.row_shape)} x {list(plan.reduced_shape)}); {plan.threads} threads per "
-        f"row, {plan.rows_per_block} rows per block, {plan.slots} slots of {plan.lanes} "
+        f"row, {plan.rows_per_block} rows per block, {plan.slots} slots of {plan.vectorize} "
         f"elements per thread; block {plan.block}, grid {grid} (grid-stride over rows); "
         f"{bits}-bit indexing; 16-byte accesses: {vectors}{prefetch}"
     )

@@ -95,12 +95,20 @@ class ReductionParams(_Described):
     reduced_dims: tuple[int, ...]
     rows: int
     row_size: int
+    row_dims: tuple[int, ...] = field(default=(), repr=False)  # the reference's kept dims
+    row_shape: Shape = field(default=(), repr=False)
+    reduced_shape: Shape = field(default=(), repr=False)
     max_blocks: int = MAX_BLOCKS
     shapes: tuple[Shape, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def block(self) -> int:
         return self.threads * self.rows_per_block
+
+    @property
+    def vectors(self) -> int:
+        """Vectors of ``vectorize`` elements in a row."""
+        return self.row_size // self.vectorize
 
 
 HeuristicParams = PointwiseParams | TransposeParams | ReductionParams
@@ -173,14 +181,15 @@ def reduction(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
         return None
     dims = tuple(sorted(reductions[0].attr("dims")))
     row_dims = tuple(p for p in range(len(shape)) if p not in dims)
-    rows = numel(tuple(shape[p] for p in row_dims))
+    row_shape = tuple(shape[p] for p in row_dims)
     reduced_shape = tuple(shape[p] for p in dims)
-    row_size = numel(reduced_shape)
+    rows, row_size = numel(row_shape), numel(reduced_shape)
+    structure = dict(reduced_dims=dims, rows=rows, row_size=row_size, row_dims=row_dims,
+                     row_shape=row_shape, reduced_shape=reduced_shape, shapes=shapes)
     if dims != tuple(range(len(row_dims), len(shape))):
         # An outer reduction: a thread per row, walking it; neighbouring threads take
         # neighbouring rows, which is coalesced when a kept dim is innermost in memory.
-        return ReductionParams(1, 1, ROWS_BLOCK, row_size, False, False, dims, rows, row_size,
-                               shapes=shapes)
+        return ReductionParams(1, 1, ROWS_BLOCK, row_size, False, False, **structure)
     moved = per_element(candidate, shapes, row_size)
     lanes = vector_width(widest_vector(moved), reduced_shape[-1] if reduced_shape else 1)
     vectors = row_size // lanes
@@ -188,8 +197,7 @@ def reduction(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
     rows_per_block = max(1, ROWS_BLOCK // threads) if threads <= 32 else 1
     slots = -(-vectors // threads)
     persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
-    return ReductionParams(lanes, threads, rows_per_block, slots, persistent, True, dims, rows,
-                           row_size, shapes=shapes)
+    return ReductionParams(lanes, threads, rows_per_block, slots, persistent, True, **structure)
 
 
 def _next_power_of_two(value: int) -> int:
