@@ -217,3 +217,14 @@ def test_fusecli_codegen_prints_each_segments_params() -> None:
     assert params and params[0].startswith("params: inner_persistent(vectorize=")
     index = lines.index(params[0])
     assert lines[index - 1].startswith("kernel ") and lines[index + 1].startswith("heuristics: ")
+
+
+def test_a_segment_carries_the_params_of_the_verdict_that_accepted_it() -> None:
+    x, w = torch.randn(6, 64, dtype=torch.bfloat16), torch.randn(64, dtype=torch.bfloat16)
+    segmented = segment_fusion(rms_norm(x, w), [x, w], keep_log=True)
+    (segment,) = segmented.segments
+    accepted = [v for entry in segmented.log for v in entry.verdicts if v.accepted]
+    assert accepted and accepted[-1].scheduler == segment.scheduler
+    assert accepted[-1].params is segment.params
+    rejected = [v for entry in segmented.log for v in entry.verdicts if not v.accepted]
+    assert rejected and all(v.params is None for v in rejected)
