@@ -22,7 +22,7 @@ from fusecli.codegen.context import KernelContext, Sizes
 from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
 from fusecli.codegen.reduction import build_reduction
 from fusecli.codegen.transpose import build_tiled_pointwise, build_transpose
-from fusecli.segment.heuristics import HeuristicParams, segment_shapes
+from fusecli.segment.heuristics import HeuristicParams, sizes_key
 from fusecli.segment.result import Segment
 from fusecli.segment.schedulers import REGISTRY
 
@@ -66,7 +66,7 @@ def heuristics_for(ctx: KernelContext) -> HeuristicParams:
     scheduler chooses at them (the segment was made without inputs, or for other sizes)."""
     segment = ctx.segment
     params = segment.params
-    if params is None or params.shapes != segment_shapes(segment.candidate, ctx.sizes):
+    if params is None or params.sized_for != sizes_key(segment.candidate, ctx.sizes):
         params = REGISTRY[segment.scheduler].heuristics(segment.candidate, ctx.sizes)
     if params is None:
         for tensor in (*segment.inputs, *segment.outputs):

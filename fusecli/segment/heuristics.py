@@ -30,6 +30,7 @@ MAX_ROW_THREADS = 1024
 SLOTS_WANTED = 2
 
 Shape = tuple[int, ...]
+SizesKey = tuple[Shape | None, ...]  # every tensor's shape in the segment
 
 
 class Sizes(Protocol):
@@ -54,7 +55,7 @@ class PointwiseParams(_Described):
     max_vectorize: int  # 16 bytes of the widest type moved: other loops divide it down
     threads: int = POINTWISE_THREADS
     max_blocks: int = MAX_BLOCKS
-    shapes: tuple[Shape, ...] = field(default=(), repr=False, compare=False)  # made for
+    sized_for: SizesKey = field(default=(), repr=False, compare=False)
 
     def vector_width(self, inner: int) -> int:
         """The lanes of a loop whose innermost extent is ``inner``."""
@@ -73,8 +74,8 @@ class TransposeParams(_Described):
     max_tile_bytes: int = 32 * 1024  # static shared memory for one block's staged tiles
 
     @property
-    def shapes(self) -> tuple[Shape, ...]:
-        return self.pointwise.shapes
+    def sized_for(self) -> SizesKey:
+        return self.pointwise.sized_for
 
     @property
     def threads(self) -> int:
@@ -99,7 +100,7 @@ class ReductionParams(_Described):
     row_shape: Shape = field(default=(), repr=False)
     reduced_shape: Shape = field(default=(), repr=False)
     max_blocks: int = MAX_BLOCKS
-    shapes: tuple[Shape, ...] = field(default=(), repr=False, compare=False)
+    sized_for: SizesKey = field(default=(), repr=False, compare=False)
 
     @property
     def block(self) -> int:
@@ -123,6 +124,11 @@ def segment_shapes(candidate: Candidate, sizes: Sizes) -> tuple[Shape, ...] | No
     """The shapes of the segment's inputs and outputs, the sizes heuristics depend on."""
     shapes = [shape_of(t, sizes) for t in (*candidate.inputs, *candidate.outputs)]
     return None if any(s is None for s in shapes) else tuple(shapes)
+
+
+def sizes_key(candidate: Candidate, sizes: Sizes) -> SizesKey:
+    """The shape of every tensor of the segment: with the dtypes, all its heuristics read."""
+    return tuple(shape_of(t, sizes) for t in candidate.tensors)
 
 
 def numel(shape: Shape) -> int:
@@ -157,7 +163,7 @@ def pointwise(candidate: Candidate, sizes: Sizes) -> PointwiseParams | None:
     largest = max(outputs, key=numel)  # the first of the largest, as the generator sorts
     most = widest_vector((*candidate.inputs, *candidate.outputs))
     return PointwiseParams(vector_width(most, largest[-1] if largest else 1), most,
-                           shapes=shapes)
+                           sized_for=sizes_key(candidate, sizes))
 
 
 def transpose(candidate: Candidate, sizes: Sizes) -> TransposeParams | None:
@@ -185,7 +191,8 @@ def reduction(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
     reduced_shape = tuple(shape[p] for p in dims)
     rows, row_size = numel(row_shape), numel(reduced_shape)
     structure = dict(reduced_dims=dims, rows=rows, row_size=row_size, row_dims=row_dims,
-                     row_shape=row_shape, reduced_shape=reduced_shape, shapes=shapes)
+                     row_shape=row_shape, reduced_shape=reduced_shape,
+                     sized_for=sizes_key(candidate, sizes))
     if dims != tuple(range(len(row_dims), len(shape))):
         # An outer reduction: a thread per row, walking it; neighbouring threads take
         # neighbouring rows, which is coalesced when a kept dim is innermost in memory.
