@@ -12,6 +12,11 @@ from typing import Any
 
 from fusecli.codegen import Kernel, generate
 from fusecli.codegen.nvrtc import DEFAULT_ARCH, CompileError, compile_source
+from fusecli.ir.nodes import Fusion, TensorView
+from fusecli.runtime.bind import flatten_inputs
+from fusecli.segment.candidate import RuntimeInfo
+from fusecli.segment.heuristics import Sizes
+from fusecli.segment.segmenter import segment_fusion
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +32,9 @@ class SegmentCheck:
         return self.status != "failed"
 
 
-def check_fusion(fusion: Any, inputs: Sequence[Any], profile: str = "nvfuser",
+def check_fusion(fusion: Fusion, inputs: Sequence[Any], profile: str = "nvfuser",
                  arch: str = DEFAULT_ARCH, compile: bool = True) -> list[SegmentCheck]:
     """Segment ``fusion`` for ``inputs``, then generate (and compile) each segment's kernel."""
-    from fusecli.segment.candidate import RuntimeInfo
-    from fusecli.segment.segmenter import segment_fusion
-
     segmented = segment_fusion(fusion, inputs, profile=profile)
     sizes = RuntimeInfo(segmented.fusion, inputs)
     known = _segment_inputs(segmented.fusion, inputs)
@@ -59,9 +61,7 @@ def check_fusion(fusion: Any, inputs: Sequence[Any], profile: str = "nvfuser",
     return results
 
 
-def _segment_inputs(fusion: Any, inputs: Sequence[Any]) -> dict[int, Any]:
-    from fusecli.runtime.bind import flatten_inputs
-
+def _segment_inputs(fusion: Fusion, inputs: Sequence[Any]) -> dict[int, Any]:
     return {value.uid: actual for value, actual in zip(fusion.inputs, flatten_inputs(inputs))
             if hasattr(actual, "stride")}
 
@@ -70,7 +70,7 @@ class _Placeholder:
     """An intermediate's stand-in: contiguous and aligned, of its shape (layout is all that
     generation reads from an input)."""
 
-    def __init__(self, value: Any, sizes: Any) -> None:
+    def __init__(self, value: TensorView, sizes: Sizes) -> None:
         self.shape = tuple(sizes.extent(d.logical_extent) or 1 for d in value.logical)
 
     def stride(self) -> tuple[int, ...]:

@@ -6,38 +6,74 @@ on the second. ``fusecli.codegen.nvrtc.compile_source`` compiles a kernel withou
 ``fusecli.app.codegen_check.check_fusion`` does so for every segment of a fusion, and
 ``fusecli.codegen.emulate`` runs a kernel on the CPU (tests).
 
-Segments with reductions get ``reduction.py``'s kernels (inner reductions and normalizations);
-the others ``transpose.py``'s, which is the pointwise kernel unless an input is transposed.
+The generator is the segment's scheduler's (``GENERATORS``), and it builds the kernel from that
+scheduler's heuristic parameters: ``reduction.py``'s kernels for the reduction and persistent
+schedulers, ``transpose.py``'s for transpose, and for pointwise and resize the same tiled
+kernel, which is the pointwise one unless an input is transposed in memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fusecli.codegen.context import KernelContext, Sizes
 from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
 from fusecli.codegen.reduction import build_reduction
-from fusecli.codegen.transpose import build_transpose
+from fusecli.codegen.transpose import build_tiled_pointwise, build_transpose
+from fusecli.segment.heuristics import HeuristicParams, sizes_key
+from fusecli.segment.result import Segment
+from fusecli.segment.schedulers import REGISTRY
 
 # Schedulers whose segments run on ATen by design: matmuls and attention through cuBLAS and
 # cuDNN, as nvFuser's expr_eval does, and segments that compute nothing new (no_op).
-ATEN_SCHEDULERS = ("expr_eval", "matmul", "no_op")
+ATEN_SCHEDULERS = tuple(name for name, scheduler in REGISTRY.items() if scheduler.runs_on_aten)
+
+Generator = Callable[[KernelContext, str, Any], Kernel]
+
+GENERATORS: dict[str, Generator] = {
+    "pointwise": build_tiled_pointwise,
+    "resize": build_tiled_pointwise,
+    "transpose": build_transpose,
+    "reduction": build_reduction,
+    "inner_persistent": build_reduction,
+    "outer_persistent": build_reduction,
+    "inner_outer_persistent": build_reduction,
+}
 
 
-def generate(segment: Any, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | Unsupported:
+def generate(segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | Unsupported:
     """A kernel for ``segment`` specialized to ``sizes`` and the ``inputs`` tensors (in
     ``segment.inputs`` order), or why there is none."""
     if segment.scheduler in ATEN_SCHEDULERS:
         return Unsupported(f"{segment.scheduler} segments run on ATen")
+    generator = GENERATORS.get(segment.scheduler)
+    if generator is None:
+        return Unsupported(f"no CUDA generator for the {segment.scheduler} scheduler")
     name = f"fusecli_{segment.scheduler}_s{segment.id}"
     try:
         ctx = KernelContext(segment, sizes, inputs)
-        if segment.candidate.reduction_exprs:
-            return build_reduction(ctx, name)
-        return build_transpose(ctx, name)  # the pointwise kernel unless an input is transposed
+        params = heuristics_for(ctx)
+        kernel = generator(ctx, name, params)
     except UnsupportedError as error:
         return Unsupported(error.reason)
+    return replace(kernel, params=params.describe(segment.scheduler))
 
 
-__all__ = ["ArgKind", "Kernel", "KernelArg", "Sizes", "Unsupported", "generate"]
+def heuristics_for(ctx: KernelContext) -> HeuristicParams:
+    """The segment's parameters if its scheduler chose them at these sizes, else what the
+    scheduler chooses at them (the segment was made without inputs, or for other sizes)."""
+    segment = ctx.segment
+    params = segment.params
+    if params is None or params.sized_for != sizes_key(segment.candidate, ctx.sizes):
+        params = REGISTRY[segment.scheduler].heuristics(segment.candidate, ctx.sizes)
+    if params is None:
+        for tensor in (*segment.inputs, *segment.outputs):
+            ctx.shape(tensor)  # names the tensor whose size is not known
+        raise UnsupportedError(f"the {segment.scheduler} scheduler has no heuristics here")
+    return params
+
+
+__all__ = ["ATEN_SCHEDULERS", "ArgKind", "GENERATORS", "Kernel", "KernelArg", "Sizes",
+           "Unsupported", "generate"]

@@ -10,12 +10,14 @@ loudly, naming the dtype.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
 from fusecli.codegen.kernel import UnsupportedError
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
+from fusecli.ir.nodes import TensorView
 
 # dtype -> (type in memory, type in registers)
 _TYPES: dict[DataType, tuple[str, str]] = {
@@ -41,6 +43,12 @@ def _types(dtype: DataType) -> tuple[str, str]:
     if found is None:
         raise UnsupportedError(f"the CUDA renderer has no type for {dtype.name}")
     return found
+
+
+def require(tensors: Iterable[TensorView]) -> None:
+    """Fail, naming the dtype, unless the renderer has a type for every one of ``tensors``."""
+    for tensor in tensors:
+        _types(tensor.dtype)
 
 
 def storage_type(dtype: DataType) -> str:

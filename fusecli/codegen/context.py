@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from fusecli.codegen import cdtypes
 from fusecli.codegen.kernel import ArgKind, KernelArg, UnsupportedError
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
-from fusecli.ir.nodes import Expr, Extent, Scalar, TensorView
+from fusecli.ir.nodes import Expr, Scalar, TensorView
 from fusecli.ir.optype import OpType
-
-
-class Sizes(Protocol):
-    """Concrete extents: ``RuntimeInfo`` satisfies it."""
-
-    def extent(self, extent: Extent) -> int | None: ...
+from fusecli.segment.heuristics import Sizes
+from fusecli.segment.result import Segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +57,7 @@ def _converted(value: object, source: DataType, target: DataType) -> object | No
 class KernelContext:
     """One segment being generated: its shapes, its inputs' layouts, the parameters found."""
 
-    def __init__(self, segment: Any, sizes: Sizes, inputs: Sequence[Any]) -> None:
+    def __init__(self, segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> None:
         self.segment = segment
         self.candidate = segment.candidate
         self.sizes = sizes

@@ -52,14 +52,17 @@ class Kernel:
     block: tuple[int, int, int]
     shared_mem: int
     args: tuple[KernelArg, ...]
-    heuristics: str
+    heuristics: str  # the launch plan the generator made, in words
+    params: str = ""  # the scheduler's heuristic parameters it was made from
 
     def describe(self) -> str:
-        """Launch parameters and heuristics, one line each, as ``fusecli codegen`` shows them."""
+        """Launch parameters, the scheduler's parameters and the generator's plan, one line
+        each, as ``fusecli codegen`` shows them."""
         return "\n".join(
             [
                 f"kernel {self.name}: grid {self.grid}, block {self.block}, "
                 f"shared memory {self.shared_mem} bytes",
+                *([f"params: {self.params}"] if self.params else []),
                 f"heuristics: {self.heuristics}",
             ]
         )

@@ -9,28 +9,16 @@ shape) get a loop of their own in the same kernel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fusecli.codegen import cdtypes
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
-from fusecli.codegen.indexing import (
-    LANE,
-    Index,
-    IndexSpace,
-    add,
-    const,
-    contiguous_strides,
-    scale,
-)
+from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contiguous_strides, scale
 from fusecli.codegen.kernel import Kernel
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
-
-BLOCK = 256
-MAX_BLOCKS = 1 << 20
-MAX_LANES = 8
+from fusecli.segment.heuristics import PointwiseParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,26 +37,18 @@ class Nest:
         return total // self.lanes
 
 
-def build_pointwise(ctx: KernelContext, name: str) -> Kernel:
-    nests = _nests(ctx)
+def build_pointwise(ctx: KernelContext, name: str, params: PointwiseParams) -> Kernel:
+    nests = _nests(ctx, params)
     largest = max(nest.groups for nest in nests)
-    grid = max(1, min(-(-largest // BLOCK), MAX_BLOCKS))
-    index_type = index_type_for(ctx, largest + grid * BLOCK)
+    block = params.threads
+    grid = max(1, min(-(-largest // block), params.max_blocks))
+    index_type = index_type_for(ctx, largest + grid * block)
     emitter = Emitter(ctx, IndexSpace())
     for number, nest in enumerate(nests):
         _emit_nest(emitter, nest, f"group{number}" if len(nests) > 1 else "group")
-    summary = _summary(ctx, nests, grid, index_type, emitter)
-    source = assemble(ctx, name, BLOCK, emitter.lines, index_type, summary)
-    return Kernel(name, source, (grid, 1, 1), (BLOCK, 1, 1), 0, ctx.params(), summary)
-
-
-def lane_count(tensors: Sequence[TensorView], inner_size: int) -> int:
-    """16 bytes of the widest type of ``tensors``, dividing the inner extent."""
-    widest = max((cdtypes.itemsize(t.dtype) for t in tensors), default=1)
-    lanes = max(1, min(MAX_LANES, 16 // widest))
-    while lanes > 1 and inner_size % lanes:
-        lanes //= 2
-    return lanes
+    summary = _summary(ctx, nests, block, grid, index_type, emitter)
+    source = assemble(ctx, name, block, emitter.lines, index_type, summary)
+    return Kernel(name, source, (grid, 1, 1), (block, 1, 1), 0, ctx.params(), summary)
 
 
 def loop_positions(ctx: KernelContext, tensor: TensorView, reference: TensorView,
@@ -103,7 +83,7 @@ def _domain_positions(tensor: TensorView) -> list[int]:
     return [p for p, d in enumerate(tensor.domain) if not d.is_reduction]
 
 
-def _nests(ctx: KernelContext) -> list[Nest]:
+def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
     outputs = sorted(ctx.segment.outputs, key=lambda t: -ctx.numel(t))
     nests: list[Nest] = []
     pending = list(outputs)
@@ -118,8 +98,8 @@ def _nests(ctx: KernelContext) -> list[Nest]:
                 covered.append((tensor, positions))
             else:
                 rest.append(tensor)
-        moved = (*ctx.segment.inputs, *ctx.segment.outputs)
-        lanes = lane_count(moved, shape[-1] if shape else 1)
+        cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
+        lanes = params.vector_width(shape[-1] if shape else 1)
         nests.append(Nest(shape, tuple(covered), lanes))
         pending = rest
     return nests
@@ -171,7 +151,7 @@ def _at(loop: tuple[Index, ...], positions: tuple[int | None, ...]) -> tuple[Ind
     return tuple(const(0) if p is None else loop[p] for p in positions)
 
 
-def _summary(ctx: KernelContext, nests: list[Nest], grid: int, index_type: str,
+def _summary(ctx: KernelContext, nests: list[Nest], block: int, grid: int, index_type: str,
              emitter: Emitter) -> str:
     loops = "; ".join(
         f"loop {list(n.shape)} ({', '.join(ctx.name(t) for t, _ in n.outputs)}) in "
@@ -179,5 +159,5 @@ def _summary(ctx: KernelContext, nests: list[Nest], grid: int, index_type: str,
     )
     vectors = ", ".join(sorted(emitter.vector_accesses)) or "none"
     bits = 32 if index_type == "int" else 64
-    return (f"pointwise: {loops}; block {BLOCK}, grid {grid} (grid-stride); "
+    return (f"pointwise: {loops}; block {block}, grid {grid} (grid-stride); "
             f"{bits}-bit indexing; 16-byte accesses: {vectors}")

@@ -16,25 +16,17 @@ reading the row again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from fusecli.codegen import cdtypes
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
 from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contiguous_strides, scale
 from fusecli.codegen.kernel import Kernel, UnsupportedError
-from fusecli.codegen.pointwise import lane_count, loop_positions
+from fusecli.codegen.pointwise import loop_positions
 from fusecli.codegen.reduction_ops import Accumulator, accumulators, finish
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
+from fusecli.segment.heuristics import ReductionParams
 
-ROWS_BLOCK = 128  # threads per block when several rows share one
-MAX_BLOCKS = 1 << 20
-MAX_PERSISTENT_ELEMENTS = 64  # per thread; longer rows loop
-MAX_THREADS = 1024  # per row
-# Vectors per thread where the row allows. Measured on an H200 (16384 x 8192 bf16 LayerNorm,
-# L2 prefetch on): 1 (1024-thread blocks) reached 76% of copy bandwidth, 2 reached 90%.
-SLOTS_WANTED = 2
 # As a block starts its row it asks L2 (one sm_90 bulk prefetch per input) for a row further
 # on: blocks start in row order, so that row's block finds it there. The distance is the
 # resident blocks (MULTIPROCESSORS * 2048 / block) but at most PREFETCH_BYTES of rows, past
@@ -46,42 +38,13 @@ MULTIPROCESSORS = 132  # H100 and H200 (SXM); elsewhere the distance is off, the
 FULL_OCCUPANCY_THREADS = 2048  # resident threads per multiprocessor (sm_80 to sm_90)
 
 
-@dataclass(frozen=True, slots=True)
-class RowPlan:
-    rows: int  # M
-    row_size: int  # N
-    row_dims: tuple[int, ...]  # loop dims that are kept
-    reduced_dims: tuple[int, ...]  # loop dims that are reduced
-    row_shape: tuple[int, ...]
-    reduced_shape: tuple[int, ...]
-    lanes: int  # V
-    threads: int  # T per row
-    rows_per_block: int  # R
-    slots: int  # S vectors per thread
-    persistent: bool
-
-    @property
-    def block(self) -> int:
-        return self.threads * self.rows_per_block
-
-    @property
-    def inner(self) -> bool:
-        """Reduced dims trailing: a row is contiguous, and threads share it."""
-        return self.reduced_dims == tuple(range(len(self.row_dims), len(self.row_dims)
-                                                + len(self.reduced_dims)))
-
-    @property
-    def vectors(self) -> int:
-        return self.row_size // self.lanes
-
-
-def build_reduction(ctx: KernelContext, name: str) -> Kernel:
+def build_reduction(ctx: KernelContext, name: str, plan: ReductionParams) -> Kernel:
     reference = ctx.candidate.reduction_exprs[0].inputs[0]
-    plan = _plan(ctx, reference)
+    _check_rows(ctx, reference, plan)
     outputs = _classify_outputs(ctx, reference, plan)
-    grid = max(1, min(-(-plan.rows // plan.rows_per_block), MAX_BLOCKS))
+    grid = max(1, min(-(-plan.rows // plan.rows_per_block), plan.max_blocks))
     index_type = index_type_for(ctx, plan.rows + grid * plan.rows_per_block)
-    emitter = Emitter(ctx, IndexSpace(), plan.lanes)
+    emitter = Emitter(ctx, IndexSpace(), plan.vectorize)
     kernel_body = _Body(emitter, ctx, plan, reference)
     kernel_body.emit(outputs)
     summary = _summary(ctx, plan, grid, index_type, emitter, kernel_body.ahead)
@@ -89,11 +52,10 @@ def build_reduction(ctx: KernelContext, name: str) -> Kernel:
     return Kernel(name, source, (grid, 1, 1), (plan.block, 1, 1), 0, ctx.params(), summary)
 
 
-def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
-    shape = ctx.shape(reference)
-    reductions = ctx.candidate.reduction_exprs
-    dims = tuple(sorted(reductions[0].attr("dims")))
-    for expr in reductions:
+def _check_rows(ctx: KernelContext, reference: TensorView, plan: ReductionParams) -> None:
+    """Every reduction of the segment must reduce the reference's ``reduced_dims``."""
+    dims = plan.reduced_dims
+    for expr in ctx.candidate.reduction_exprs:
         positions = loop_positions(ctx, expr.inputs[0], reference)
         reduced = set(expr.attr("dims"))
         if positions is None or any(
@@ -102,28 +64,11 @@ def _plan(ctx: KernelContext, reference: TensorView) -> RowPlan:
             raise UnsupportedError(
                 f"the reductions of segment {ctx.segment.id} do not share one row structure"
             )
-    row_dims = tuple(p for p in range(len(shape)) if p not in dims)
-    row_shape = tuple(shape[p] for p in row_dims)
-    reduced_shape = tuple(shape[p] for p in dims)
-    rows, row_size = _product(row_shape), _product(reduced_shape)
-    if dims != tuple(range(len(row_dims), len(shape))):
-        # An outer reduction: a thread per row, walking it; neighbouring threads take
-        # neighbouring rows, which is coalesced when a kept dim is innermost in memory.
-        return RowPlan(rows, row_size, row_dims, dims, row_shape, reduced_shape, 1, 1,
-                       ROWS_BLOCK, row_size, False)
-    per_element = [t for t in (*ctx.segment.inputs, *ctx.segment.outputs)
-                   if ctx.numel(t) >= row_size]  # row-only outputs do not move per element
-    lanes = lane_count(per_element, reduced_shape[-1] if reduced_shape else 1)
-    vectors = row_size // lanes
-    threads = min(MAX_THREADS, _next_power_of_two(-(-vectors // SLOTS_WANTED)))
-    rows_per_block = max(1, ROWS_BLOCK // threads) if threads <= 32 else 1
-    slots = -(-vectors // threads)
-    persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
-    return RowPlan(rows, row_size, row_dims, dims, row_shape, reduced_shape, lanes, threads,
-                   rows_per_block, slots, persistent)
+    if plan.inner:
+        cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
 
 
-def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
+def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: ReductionParams,
                       ) -> list[tuple[TensorView, tuple[int | None, ...], bool]]:
     """(output, loop position per dim, whether it has the whole loop or only the row)."""
     shape = ctx.shape(reference)
@@ -148,7 +93,7 @@ def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: RowPlan,
 class _Body:
     """The statements of one reduction kernel."""
 
-    def __init__(self, emitter: Emitter, ctx: KernelContext, plan: RowPlan,
+    def __init__(self, emitter: Emitter, ctx: KernelContext, plan: ReductionParams,
                  reference: TensorView) -> None:
         self.emitter = emitter
         self.ctx = ctx
@@ -279,7 +224,7 @@ class _Body:
     def loop_index(self, vector: Index) -> tuple[Index, ...]:
         """The loop index of lane LANE of the vector at ``vector`` in this thread's row."""
         space, plan = self.emitter.space, self.plan
-        element = add(scale(vector, plan.lanes), space.var(LANE, 0, plan.lanes - 1))
+        element = add(scale(vector, plan.vectorize), space.var(LANE, 0, plan.vectorize - 1))
         point = list(self.row_point)
         for dim, size, stride in zip(plan.reduced_dims, plan.reduced_shape,
                                      contiguous_strides(plan.reduced_shape)):
@@ -294,7 +239,7 @@ class _Body:
         e, plan = self.emitter, self.plan
         if plan.persistent:
             for position, valid in slots:
-                for lane in range(plan.lanes):
+                for lane in range(plan.vectorize):
                     e.lane = lane
                     body(self.loop_index(position), valid)
             e.lane = 0
@@ -303,7 +248,7 @@ class _Body:
                   f"vector += {plan.threads})")
         with e.block(header):
             position = e.space.var("vector", 0, plan.vectors - 1)
-            for lane in range(plan.lanes):
+            for lane in range(plan.vectorize):
                 e.lane = lane
                 body(self.loop_index(position), None)
             e.lane = 0
@@ -360,7 +305,7 @@ class _Body:
     def _store_vector(self, outputs, position: Index, condition: str) -> None:
         e, plan = self.emitter, self.plan
         values: dict[int, list[str]] = {tensor.uid: [] for tensor, _, _ in outputs}
-        for lane in range(plan.lanes):
+        for lane in range(plan.vectorize):
             e.lane = lane
             index = self.loop_index(position)
             for tensor, positions, _ in outputs:
@@ -386,7 +331,7 @@ class _Body:
                 store(e, tensor, index, [e.value(tensor, index)])
 
 
-def _summary(ctx: KernelContext, plan: RowPlan, grid: int, index_type: str,
+def _summary(ctx: KernelContext, plan: ReductionParams, grid: int, index_type: str,
              emitter: Emitter, ahead: int) -> str:
     kind = "persistent" if plan.persistent else "looping"
     vectors = ", ".join(sorted(emitter.vector_accesses)) or "none"
@@ -401,24 +346,10 @@ def _summary(ctx: KernelContext, plan: RowPlan, grid: int, index_type: str,
     return (
         f"inner reduction ({kind}): {plan.rows} rows of {plan.row_size} "
         f"({list(plan.row_shape)} x {list(plan.reduced_shape)}); {plan.threads} threads per "
-        f"row, {plan.rows_per_block} rows per block, {plan.slots} slots of {plan.lanes} "
+        f"row, {plan.rows_per_block} rows per block, {plan.slots} slots of {plan.vectorize} "
         f"elements per thread; block {plan.block}, grid {grid} (grid-stride over rows); "
         f"{bits}-bit indexing; 16-byte accesses: {vectors}{prefetch}"
     )
-
-
-def _product(shape: tuple[int, ...]) -> int:
-    total = 1
-    for size in shape:
-        total *= size
-    return total
-
-
-def _next_power_of_two(value: int) -> int:
-    power = 1
-    while power < value:
-        power *= 2
-    return power
 
 
 def _word(ctype: str) -> str:

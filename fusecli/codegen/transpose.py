@@ -23,12 +23,7 @@ from fusecli.codegen.kernel import Kernel
 from fusecli.codegen.pointwise import build_pointwise, loop_positions
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
-
-TILES = (64, 32)  # tile edges, largest first: the first that divides both dims and fits
-COLUMNS = 32  # threads per block along a tile row (a warp): each takes TILE / COLUMNS columns
-ROWS = 8  # thread rows per block: each thread takes TILE / ROWS rows of a tile
-MAX_BLOCKS = 1 << 20
-MAX_TILE_BYTES = 32 * 1024  # static shared memory for the staged tiles of one block
+from fusecli.segment.heuristics import PointwiseParams, TransposeParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +34,7 @@ class TilePlan:
     staged: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
     outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
     tile: int  # the tile's edge
+    params: TransposeParams
 
     @property
     def tiles(self) -> int:
@@ -49,26 +45,32 @@ class TilePlan:
 
     def within(self) -> list[tuple[int, int]]:
         """(column offset, row offset) of each element a thread takes in a tile."""
-        return [(column, row) for column in range(0, self.tile, COLUMNS)
-                for row in range(0, self.tile, ROWS)]
+        return [(column, row) for column in range(0, self.tile, self.params.columns)
+                for row in range(0, self.tile, self.params.rows)]
 
 
-def build_transpose(ctx: KernelContext, name: str) -> Kernel:
-    plan = _plan(ctx)
+def build_tiled_pointwise(ctx: KernelContext, name: str, params: PointwiseParams) -> Kernel:
+    """The pointwise and resize schedulers' kernel: pointwise, but an input transposed in
+    memory is staged through tiles of the default shape (as fusecli has always done)."""
+    return build_transpose(ctx, name, TransposeParams(params))
+
+
+def build_transpose(ctx: KernelContext, name: str, params: TransposeParams) -> Kernel:
+    plan = _plan(ctx, params)
     if plan is None:
-        return build_pointwise(ctx, name)
-    grid = max(1, min(plan.tiles, MAX_BLOCKS))
+        return build_pointwise(ctx, name, params.pointwise)
+    grid = max(1, min(plan.tiles, params.pointwise.max_blocks))
     emitter = Emitter(ctx, IndexSpace())
     _emit(emitter, plan)
     index_type = index_type_for(ctx, plan.tiles + grid)
     staged = ", ".join(ctx.name(t) for t, _ in plan.staged)
     bits = 32 if index_type == "int" else 64
-    tile, threads = plan.tile, COLUMNS * ROWS
+    tile, threads, columns, rows = plan.tile, params.threads, params.columns, params.rows
     summary = (
         f"transpose: loop {list(plan.shape)}, {plan.tiles} tiles of {tile}x{tile} over dims "
         f"{plan.across} and {plan.inner}; {staged} staged through shared memory "
-        f"({_tile_bytes(plan.staged, tile)} bytes); block {threads} ({COLUMNS} x {ROWS}, "
-        f"{tile // COLUMNS} x {tile // ROWS} elements per thread), grid {grid} (grid-stride "
+        f"({_tile_bytes(plan.staged, tile)} bytes); block {threads} ({columns} x {rows}, "
+        f"{tile // columns} x {tile // rows} elements per thread), grid {grid} (grid-stride "
         f"over tiles); {bits}-bit indexing"
     )
     source = assemble(ctx, name, threads, emitter.lines, index_type, summary)
@@ -79,7 +81,7 @@ def _tile_bytes(staged, tile: int) -> int:
     return sum(tile * (tile + 1) * cdtypes.itemsize_of_register(t.dtype) for t, _ in staged)
 
 
-def _plan(ctx: KernelContext) -> TilePlan | None:
+def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
     outputs = sorted(ctx.segment.outputs, key=lambda t: -ctx.numel(t))
     reference = outputs[0]
     shape = ctx.shape(reference)
@@ -109,10 +111,10 @@ def _plan(ctx: KernelContext) -> TilePlan | None:
         staged.append((tensor, positions))
     if across is None:
         return None
-    for tile in TILES:
+    for tile in params.tiles:
         if (shape[inner] % tile == 0 and shape[across] % tile == 0
-                and _tile_bytes(staged, tile) <= MAX_TILE_BYTES):
-            return TilePlan(shape, inner, across, tuple(staged), tuple(mapped), tile)
+                and _tile_bytes(staged, tile) <= params.max_tile_bytes):
+            return TilePlan(shape, inner, across, tuple(staged), tuple(mapped), tile, params)
     return None
 
 
@@ -121,13 +123,14 @@ def _emit(emitter: Emitter, plan: TilePlan) -> None:
     for tensor, _ in plan.staged:
         e.line(f"__shared__ {cdtypes.register_type(tensor.dtype)} "
                f"tile_{e.ctx.name(tensor)}[{tile}][{tile + 1}];  // +1: no bank conflicts")
-    e.line(f"const int column = threadIdx.x % {COLUMNS}, row = threadIdx.x / {COLUMNS};")
+    columns = plan.params.columns
+    e.line(f"const int column = threadIdx.x % {columns}, row = threadIdx.x / {columns};")
     header = (f"for (index_t tile = blockIdx.x; tile < {plan.tiles}; "
               "tile += (index_t)gridDim.x)")
     with e.block(header):
         corner = _tile_corner(e, plan)
-        e.line(f"// read the staged inputs along their contiguous dim: {tile // COLUMNS} x "
-               f"{tile // ROWS} elements per thread")
+        e.line(f"// read the staged inputs along their contiguous dim: {tile // columns} x "
+               f"{tile // plan.params.rows} elements per thread")
         for column, row in _offsets(e, plan):
             point = _point(corner, plan, {plan.inner: row, plan.across: column})
             for tensor, positions in plan.staged:
@@ -148,8 +151,8 @@ def _emit(emitter: Emitter, plan: TilePlan) -> None:
 
 def _offsets(e: Emitter, plan: TilePlan) -> list[tuple[Index, Index]]:
     """(column, row) within the tile of each element this thread takes."""
-    column = e.space.var("column", 0, COLUMNS - 1)
-    row = e.space.var("row", 0, ROWS - 1)
+    column = e.space.var("column", 0, plan.params.columns - 1)
+    row = e.space.var("row", 0, plan.params.rows - 1)
     return [(add(column, const(c)), add(row, const(r))) for c, r in plan.within()]
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from fusecli.ir.nodes import Expr, Fusion, TensorView
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.heuristics import HeuristicParams
 from fusecli.segment.rules import Verdict
 
 
@@ -29,6 +30,7 @@ class Segment:
     id: int
     scheduler: str
     candidate: Candidate
+    params: HeuristicParams | None = field(default=None, compare=False)  # at the sizes known
 
     @property
     def exprs(self) -> tuple[Expr, ...]:

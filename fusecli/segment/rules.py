@@ -1,4 +1,4 @@
-"""Verdicts, rule profiles and the context schedulers decide in.
+"""Rule profiles and the context schedulers decide in (and ``Verdict``, from verdict.py).
 
 A rule profile fixes the order schedulers are tried in and which acceptance rules apply:
 ``nvfuser`` (today's order, the default) and ``nvfuser-2024`` (before the ExprEval scheduler:
@@ -11,29 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fusecli.segment.candidate import RuntimeInfo
+from fusecli.segment.schedulers import REGISTRY
+from fusecli.segment.verdict import Verdict
 
-SCHEDULER_NAMES = (
-    "no_op", "expr_eval", "matmul", "reduction", "resize", "transpose", "pointwise",
-    "inner_persistent", "outer_persistent", "inner_outer_persistent",
-)
+# Every scheduler by name, in the registry's order; profiles and --disable-scheduler use these.
+SCHEDULER_NAMES = tuple(REGISTRY)
 
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One scheduler's answer for one candidate: accepted, or the reason it was rejected."""
-
-    scheduler: str
-    accepted: bool
-    reason: str = ""
-    stage: str = ""  # where a rejection came from: "common", "compile time" or "run time"
-
-    @staticmethod
-    def accept(scheduler: str) -> Verdict:
-        return Verdict(scheduler, True)
-
-    @staticmethod
-    def reject(scheduler: str, reason: str, stage: str = "compile time") -> Verdict:
-        return Verdict(scheduler, False, reason, stage)
+__all__ = ["SCHEDULER_NAMES", "PROFILES", "Device", "RuleProfile", "ScheduleContext",
+           "Switches", "Verdict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +28,11 @@ class RuleProfile:
     matmul_as_mma: bool  # fd.ops.matmul lowered to broadcast + mma + cast (2024)
     common_matmul_check: bool  # checkCanSchedule rejects matmul ops outside matmul/expr_eval
     description: str
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.order if name not in REGISTRY]
+        if unknown:
+            raise ValueError(f"profile {self.name} orders unregistered schedulers {unknown}")
 
 
 PROFILES: dict[str, RuleProfile] = {

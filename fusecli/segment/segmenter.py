@@ -24,6 +24,7 @@ from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
 from fusecli.segment.diagnosis import advise
 from fusecli.segment.groups import Group, GroupGraph
+from fusecli.segment.heuristics import HeuristicParams
 from fusecli.segment.lowering import lower_for_profile
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
@@ -70,6 +71,11 @@ class Segmenter:
         self._record(phase, candidate, tuple(verdicts), skipped)
         return scheduler
 
+    def params_of(self, exprs: Sequence[Expr]) -> HeuristicParams | None:
+        """The heuristics of the verdict that accepted ``exprs`` (asked before)."""
+        verdicts = self._answers[frozenset(e.uid for e in exprs)][1]
+        return verdicts[-1].params if verdicts else None
+
     def _record(self, phase, candidate, verdicts, skipped=None) -> None:
         if self.log is not None:
             self.log.append(LogEntry(len(self.log), phase, candidate, verdicts, skipped))
@@ -87,7 +93,8 @@ class Segmenter:
             scheduler = self.try_schedule(tensor_exprs, "whole")
             if scheduler is not None:
                 candidate = Candidate.of(self.graph, tensor_exprs)
-                result.segments = [Segment(0, scheduler, candidate)]
+                params = self.params_of(tensor_exprs)
+                result.segments = [Segment(0, scheduler, candidate, params)]
                 return result
         self._initial_groups(tensor_exprs)
         for group in self.groups.groups:
@@ -281,7 +288,8 @@ class Segmenter:
                 result.failure = self._diagnose(group.exprs)
                 return result
             candidate = Candidate.of(self.graph, group.exprs)
-            result.segments.append(Segment(len(result.segments), scheduler, candidate))
+            result.segments.append(Segment(len(result.segments), scheduler, candidate,
+                                           self.params_of(group.exprs)))
         return result
 
     def _diagnose(self, exprs: Sequence[Expr]) -> Diagnosis:

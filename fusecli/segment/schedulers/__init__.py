@@ -1,37 +1,41 @@
-"""The scheduler registry: one module per scheduler, tried in the rule profile's order.
+"""The scheduler registry: every scheduler, tried in the rule profile's order.
 
-Each module has ``NAME``, ``compile_time(candidate, ctx)`` (the segment's structure) and
-``run_time(candidate, ctx)`` (sizes from the actual inputs), both returning a Verdict.
-``check`` is nvFuser's Schedule::canSchedule: the common checks (except for expr_eval), then
-compile time, then run time (which accepts what it cannot size); ``propose`` stops at the
-first acceptance.
+A scheduler (``verdict.Scheduler``) has ``compile_time(candidate, ctx)`` (the segment's
+structure) and ``run_time(candidate, ctx)`` (sizes from the actual inputs), both returning a
+Verdict, and the heuristics it picks at concrete sizes. ``check`` is nvFuser's
+Schedule::canSchedule: the common checks (except for expr_eval), then compile time, then run
+time (which accepts what it cannot size); an acceptance at known sizes carries the heuristics.
+``propose`` stops at the first acceptance.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers import (
     expr_eval,
-    inner_outer_persistent,
-    inner_persistent,
     matmul,
     no_op,
-    outer_persistent,
+    normalization,
     pointwise,
     reduction,
     resize,
     transpose,
 )
 from fusecli.segment.schedulers.common import common_checks
+from fusecli.segment.verdict import Scheduler, Verdict
 
-REGISTRY: dict[str, ModuleType] = {
-    module.NAME: module
-    for module in (
-        no_op, expr_eval, matmul, reduction, resize, transpose, pointwise, inner_persistent,
-        outer_persistent, inner_outer_persistent,
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
+
+REGISTRY: dict[str, Scheduler] = {
+    scheduler.name: scheduler
+    for scheduler in (
+        no_op.SCHEDULER, expr_eval.SCHEDULER, matmul.SCHEDULER, reduction.SCHEDULER,
+        resize.SCHEDULER, transpose.SCHEDULER, pointwise.SCHEDULER, normalization.INNER,
+        normalization.OUTER, normalization.INNER_OUTER,
     )
 }
 
@@ -46,7 +50,10 @@ def check(name: str, candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     verdict = scheduler.compile_time(candidate, ctx)
     if not verdict.accepted:
         return verdict
-    return scheduler.run_time(candidate, ctx)
+    verdict = scheduler.run_time(candidate, ctx)
+    if not verdict.accepted or not ctx.runtime.known:
+        return verdict  # without inputs (explain-segmentation) there are no sizes to pick for
+    return replace(verdict, params=scheduler.heuristics(candidate, ctx.runtime))
 
 
 def propose(candidate: Candidate, ctx: ScheduleContext) -> tuple[str | None, list[Verdict]]:

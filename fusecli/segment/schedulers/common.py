@@ -8,10 +8,15 @@ Reason strings are nvFuser's own where a rule matches one of its conditions.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 # Ops no kernel scheduler takes: nvFuser runs them through ATen (expr_eval).
 ATEN_ONLY_OPS = frozenset(
@@ -22,8 +27,6 @@ MATMUL_OPS = frozenset({OpType.matmul, OpType.linear, OpType.mma})
 RESIZE_OPS = frozenset({OpType.slice, OpType.pad, OpType.cat})
 INDEX_OPS = frozenset({OpType.gather, OpType.scatter, OpType.index_select, OpType.select,
                        OpType.take_along_axis})
-
-
 
 
 def common_checks(candidate: Candidate, ctx: ScheduleContext, scheduler: str) -> str | None:
@@ -94,6 +97,36 @@ def memory_promotion_reason(candidate: Candidate) -> str | None:
 
 def has_mma(candidate: Candidate) -> bool:
     return any(e.op is OpType.mma for e in candidate.exprs)
+
+
+def elementwise_reason(candidate: Candidate, mma_reason: str) -> str | None:
+    """What the schedulers of reduction-free kernels (pointwise, transpose) reject first, in
+    nvFuser's order: an MmaOp (``mma_reason``), the memory-promotion rule, a reduction."""
+    if has_mma(candidate):
+        return mma_reason
+    reason = memory_promotion_reason(candidate)
+    if reason:
+        return reason
+    if candidate.reduction_exprs:
+        return "no support for reduction ops"
+    return None
+
+
+def reduction_input_reason(candidate: Candidate) -> str | None:
+    """What the reduction and persistent schedulers reject after finding a reduction: no
+    tensor input, then the memory-promotion rule."""
+    if not candidate.inputs:
+        return "Scheduling not supported with no input"
+    return memory_promotion_reason(candidate)
+
+
+def unmapped_reduction_reason(candidate: Candidate) -> str | None:
+    """Reductions over different axes cannot share one kernel."""
+    mismatch = reduction_signatures_agree(candidate)
+    if not mismatch:
+        return None
+    first, second = (candidate.graph.name(e.tensor_outputs()[0]) for e in mismatch)
+    return f"Un-mapped multi-reduction: {first} and {second}"
 
 
 # -- reductions and persistence --------------------------------------------------------------
@@ -171,8 +204,6 @@ def _persistent_buffers(candidate: Candidate) -> list[TensorView]:
 
 def persistent_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
     """Bytes of persistent buffers one reduction row needs (concrete sizes), or None."""
-    from fusecli.ir import dtype as dt
-
     reductions = candidate.reduction_exprs
     if not reductions:
         return 0

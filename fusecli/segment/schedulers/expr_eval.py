@@ -15,10 +15,15 @@ Rules, in nvFuser's order (common checks do not apply):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fusecli.ir.optype import OpType
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers.common import ATEN_ONLY_OPS
+from fusecli.segment.verdict import Scheduler, Verdict
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 NAME = "expr_eval"
 
@@ -90,3 +95,6 @@ def _permute_keeps_order(source, dims) -> bool:
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     """No run-time checks: ATen takes any sizes."""
     return Verdict.accept(NAME)
+
+
+SCHEDULER = Scheduler(NAME, compile_time, run_time, runs_on_aten=True)

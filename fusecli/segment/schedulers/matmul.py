@@ -19,11 +19,16 @@ operand defined by a BroadcastOp whose input is a segment input or the output of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext, Verdict
+from fusecli.segment.verdict import Scheduler, Verdict
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 NAME = "matmul"
 
@@ -106,3 +111,6 @@ def _valid_dependency(candidate: Candidate, operand: TensorView) -> bool:
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     """No run-time checks here (nvFuser's one limits Hopper dims to 2^31)."""
     return Verdict.accept(NAME)
+
+
+SCHEDULER = Scheduler(NAME, compile_time, run_time, runs_on_aten=True)

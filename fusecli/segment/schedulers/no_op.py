@@ -8,9 +8,14 @@ are metadata and accepted.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers.common import memory_promotion_reason
+from fusecli.segment.verdict import Scheduler, Verdict
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 NAME = "no_op"
 
@@ -35,3 +40,6 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     """No run-time checks: nvFuser's NoOp accepts at run time."""
     return Verdict.accept(NAME)
+
+
+SCHEDULER = Scheduler(NAME, compile_time, run_time, runs_on_aten=True)

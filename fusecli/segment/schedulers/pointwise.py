@@ -10,21 +10,24 @@ MmaOp segment has no reference either (its output carries a reduction).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from fusecli.ir.optype import OpKind, OpType
+from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers import common
+from fusecli.segment.verdict import Scheduler, Verdict
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 NAME = "pointwise"
 
 
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-    if common.has_mma(candidate):
-        return Verdict.reject(NAME, "cannot find reference tensor")
-    reason = common.memory_promotion_reason(candidate)
+    reason = common.elementwise_reason(candidate, "cannot find reference tensor")
     if reason:
         return Verdict.reject(NAME, reason)
-    if candidate.reduction_exprs:
-        return Verdict.reject(NAME, "no support for reduction ops")
     if find_reference(candidate, ctx) is None:
         return Verdict.reject(NAME, "cannot find reference tensor")
     return Verdict.accept(NAME)
@@ -58,8 +61,6 @@ def find_reference(candidate: Candidate, ctx: ScheduleContext):
 
 def _lookup_dims(candidate: Candidate) -> set[tuple[int, int]]:
     """The indexed dimension of each lookup table: read by index, not iterated over."""
-    from fusecli.ir.optype import OpKind
-
     found = set()
     for expr in candidate.exprs_of(OpKind.INDEX):
         dim = expr.attr("dim")
@@ -70,8 +71,6 @@ def _lookup_dims(candidate: Candidate) -> set[tuple[int, int]]:
 
 def _reshaped_from(candidate: Candidate, output) -> set[object]:
     """Loops of tensors that reach ``output`` through a reshape: the reshape replays them."""
-    from fusecli.ir.optype import OpType
-
     covered, stack, seen = set(), [output], set()
     while stack:
         tensor = stack.pop()
@@ -93,3 +92,6 @@ def _reshaped_from(candidate: Candidate, output) -> set[object]:
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     """No run-time checks (nvFuser has some for block quantization only)."""
     return Verdict.accept(NAME)
+
+
+SCHEDULER = Scheduler(NAME, compile_time, run_time, heuristics.pointwise)

@@ -11,9 +11,15 @@ Run time: always accepted.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers import common
+from fusecli.segment.verdict import Scheduler, Verdict
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 NAME = "reduction"
 
@@ -21,15 +27,10 @@ NAME = "reduction"
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if not candidate.reduction_exprs:
         return Verdict.reject(NAME, "No reduction op to schedule")
-    if not candidate.inputs:
-        return Verdict.reject(NAME, "Scheduling not supported with no input")
-    reason = common.memory_promotion_reason(candidate)
+    reason = common.reduction_input_reason(candidate) or common.unmapped_reduction_reason(
+        candidate)
     if reason:
         return Verdict.reject(NAME, reason)
-    mismatch = common.reduction_signatures_agree(candidate)
-    if mismatch:
-        first, second = (candidate.graph.name(e.tensor_outputs()[0]) for e in mismatch)
-        return Verdict.reject(NAME, f"Un-mapped multi-reduction: {first} and {second}")
     if common.persistent_buffers(candidate):
         return Verdict.reject(
             NAME, "need persistent buffers that reduction scheduler doesn't handle"
@@ -40,3 +41,6 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     """No run-time checks: nvFuser's reduction scheduler takes any sizes."""
     return Verdict.accept(NAME)
+
+
+SCHEDULER = Scheduler(NAME, compile_time, run_time, heuristics.reduction)

@@ -8,9 +8,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers import common
+from fusecli.segment.verdict import Scheduler, Verdict
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 NAME = "resize"
 
@@ -26,3 +32,6 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     """No run-time checks."""
     return Verdict.accept(NAME)
+
+
+SCHEDULER = Scheduler(NAME, compile_time, run_time, heuristics.pointwise)

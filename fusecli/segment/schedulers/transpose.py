@@ -10,23 +10,25 @@ In the nvfuser-2024 profile an MmaOp is "no support for mma ops.".
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.dims import innermost_position
-from fusecli.segment.rules import ScheduleContext, Verdict
 from fusecli.segment.schedulers import common
+from fusecli.segment.verdict import Scheduler, Verdict
+
+if TYPE_CHECKING:
+    from fusecli.segment.rules import ScheduleContext
 
 NAME = "transpose"
 TILE = 32
 
 
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-    if common.has_mma(candidate):
-        return Verdict.reject(NAME, "no support for mma ops.")
-    reason = common.memory_promotion_reason(candidate)
+    reason = common.elementwise_reason(candidate, "no support for mma ops.")
     if reason:
         return Verdict.reject(NAME, reason)
-    if candidate.reduction_exprs:
-        return Verdict.reject(NAME, "no support for reduction ops")
     groups = inner_dim_groups(candidate)
     if len(groups) < 2:
         return Verdict.reject(NAME, "cannot find two mismatching inner most dimensions")
@@ -54,3 +56,6 @@ def inner_dim_groups(candidate: Candidate) -> set[object]:
         if position is not None:
             groups.add(candidate.dims.class_of(tensor, position))
     return groups
+
+
+SCHEDULER = Scheduler(NAME, compile_time, run_time, heuristics.transpose)

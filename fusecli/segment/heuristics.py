@@ -1,0 +1,214 @@
+"""Heuristic parameters: what a scheduler decides for a segment at its run-time sizes.
+
+As nvFuser's ``HeuristicParams`` (csrc/scheduler/{pointwise,reduction,normalization}_heuristic.h)
+these are plain data, computed by the scheduler that accepted the segment from the concrete
+sizes, and read by the CUDA generator of that scheduler: vector widths, block shapes, rows per
+block, the reduction's structure. They depend on sizes and dtypes only; how a kernel indexes
+its inputs (strides, alignment, which input is staged through shared memory) is read from the
+actual tensors when the kernel is generated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Protocol
+
+from fusecli.ir import dtype as dt
+from fusecli.ir.nodes import Extent, TensorView
+from fusecli.segment.candidate import Candidate
+
+VECTOR_BYTES = 16  # the widest access: one 16-byte load or store per thread and lane group
+MAX_VECTORIZE = 8
+POINTWISE_THREADS = 256
+MAX_BLOCKS = 1 << 20
+ROWS_BLOCK = 128  # threads per block when several rows share one
+MAX_PERSISTENT_ELEMENTS = 64  # per thread; longer rows loop
+MAX_ROW_THREADS = 1024
+# Vectors per thread where the row allows. Measured on an H200 (16384 x 8192 bf16 LayerNorm,
+# L2 prefetch on): 1 (1024-thread blocks) reached 76% of copy bandwidth, 2 reached 90%.
+SLOTS_WANTED = 2
+
+Shape = tuple[int, ...]
+SizesKey = tuple[Shape | None, ...]  # every tensor's shape in the segment
+
+
+class Sizes(Protocol):
+    """Concrete extents: ``RuntimeInfo`` satisfies it, as does the runtime's environment."""
+
+    def extent(self, extent: Extent) -> int | None: ...
+
+
+class _Described:
+    """``name(field=value, ...)``: the line ``fusecli codegen`` shows for a segment."""
+
+    def describe(self, scheduler: str) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self) if f.repr)
+        return f"{scheduler}({shown})"
+
+
+@dataclass(frozen=True, slots=True)
+class PointwiseParams(_Described):
+    """One grid-stride loop per output shape, ``vectorize`` lanes per thread."""
+
+    vectorize: int  # lanes of the largest output's loop
+    max_vectorize: int  # 16 bytes of the widest type moved: other loops divide it down
+    threads: int = POINTWISE_THREADS
+    max_blocks: int = MAX_BLOCKS
+    sized_for: SizesKey = field(default=(), repr=False, compare=False)
+
+    def vector_width(self, inner: int) -> int:
+        """The lanes of a loop whose innermost extent is ``inner``."""
+        return vector_width(self.max_vectorize, inner)
+
+
+@dataclass(frozen=True, slots=True)
+class TransposeParams(_Described):
+    """Tiles staged through shared memory: the first edge of ``tiles`` that divides both
+    transposed dims and fits ``max_tile_bytes``; a ``columns`` x ``rows`` thread block."""
+
+    pointwise: PointwiseParams  # the kernel when no tile fits
+    tiles: tuple[int, ...] = (64, 32)
+    columns: int = 32  # a warp along a tile row: each thread takes tile / columns columns
+    rows: int = 8  # thread rows: each thread takes tile / rows rows of a tile
+    max_tile_bytes: int = 32 * 1024  # static shared memory for one block's staged tiles
+
+    @property
+    def sized_for(self) -> SizesKey:
+        return self.pointwise.sized_for
+
+    @property
+    def threads(self) -> int:
+        return self.columns * self.rows
+
+
+@dataclass(frozen=True, slots=True)
+class ReductionParams(_Described):
+    """Rows of the reference (the first reduction's input): its kept dims are rows, its
+    ``reduced_dims`` a row's elements; ``threads`` per row, ``vectorize`` lanes per slot."""
+
+    vectorize: int
+    threads: int
+    rows_per_block: int
+    slots: int  # vectors per thread
+    persistent: bool  # the row stays in registers across the reductions
+    inner: bool  # the reduced dims trail: a row is contiguous, and threads share it
+    reduced_dims: tuple[int, ...]
+    rows: int
+    row_size: int
+    row_dims: tuple[int, ...] = field(default=(), repr=False)  # the reference's kept dims
+    row_shape: Shape = field(default=(), repr=False)
+    reduced_shape: Shape = field(default=(), repr=False)
+    max_blocks: int = MAX_BLOCKS
+    sized_for: SizesKey = field(default=(), repr=False, compare=False)
+
+    @property
+    def block(self) -> int:
+        return self.threads * self.rows_per_block
+
+    @property
+    def vectors(self) -> int:
+        """Vectors of ``vectorize`` elements in a row."""
+        return self.row_size // self.vectorize
+
+
+HeuristicParams = PointwiseParams | TransposeParams | ReductionParams
+
+
+def shape_of(tensor: TensorView, sizes: Sizes) -> Shape | None:
+    found = [sizes.extent(d.logical_extent) for d in tensor.logical]
+    return None if any(s is None for s in found) else tuple(int(s) for s in found)
+
+
+def segment_shapes(candidate: Candidate, sizes: Sizes) -> tuple[Shape, ...] | None:
+    """The shapes of the segment's inputs and outputs, the sizes heuristics depend on."""
+    shapes = [shape_of(t, sizes) for t in (*candidate.inputs, *candidate.outputs)]
+    return None if any(s is None for s in shapes) else tuple(shapes)
+
+
+def sizes_key(candidate: Candidate, sizes: Sizes) -> SizesKey:
+    """The shape of every tensor of the segment: with the dtypes, all its heuristics read."""
+    return tuple(shape_of(t, sizes) for t in candidate.tensors)
+
+
+def numel(shape: Shape) -> int:
+    total = 1
+    for size in shape:
+        total *= size
+    return total
+
+
+def itemsize(tensor: TensorView) -> int:
+    return max(1, dt.info(tensor.dtype).bits // 8)
+
+
+def widest_vector(tensors: Sequence[TensorView]) -> int:
+    """Lanes of one 16-byte access of the widest type of ``tensors``."""
+    widest = max((itemsize(t) for t in tensors), default=1)
+    return max(1, min(MAX_VECTORIZE, VECTOR_BYTES // widest))
+
+
+def vector_width(lanes: int, inner: int) -> int:
+    """``lanes`` halved until it divides the innermost extent."""
+    while lanes > 1 and inner % lanes:
+        lanes //= 2
+    return lanes
+
+
+def pointwise(candidate: Candidate, sizes: Sizes) -> PointwiseParams | None:
+    shapes = segment_shapes(candidate, sizes)
+    if shapes is None or not candidate.outputs:
+        return None
+    outputs = shapes[len(candidate.inputs):]
+    largest = max(outputs, key=numel)  # the first of the largest, as the generator sorts
+    most = widest_vector((*candidate.inputs, *candidate.outputs))
+    return PointwiseParams(vector_width(most, largest[-1] if largest else 1), most,
+                           sized_for=sizes_key(candidate, sizes))
+
+
+def transpose(candidate: Candidate, sizes: Sizes) -> TransposeParams | None:
+    params = pointwise(candidate, sizes)
+    return None if params is None else TransposeParams(params)
+
+
+def per_element(candidate: Candidate, shapes: Sequence[Shape], row_size: int
+                ) -> list[TensorView]:
+    """The inputs and outputs moved per element of a row (row-only outputs are not)."""
+    tensors = (*candidate.inputs, *candidate.outputs)
+    return [t for t, shape in zip(tensors, shapes) if numel(shape) >= row_size]
+
+
+def reduction(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
+    """The row structure and block shape of a reduction or normalization kernel."""
+    reductions = candidate.reduction_exprs
+    shapes = segment_shapes(candidate, sizes)
+    shape = shape_of(reductions[0].inputs[0], sizes) if reductions else None
+    if shapes is None or shape is None:
+        return None
+    dims = tuple(sorted(reductions[0].attr("dims")))
+    row_dims = tuple(p for p in range(len(shape)) if p not in dims)
+    row_shape = tuple(shape[p] for p in row_dims)
+    reduced_shape = tuple(shape[p] for p in dims)
+    rows, row_size = numel(row_shape), numel(reduced_shape)
+    structure = dict(reduced_dims=dims, rows=rows, row_size=row_size, row_dims=row_dims,
+                     row_shape=row_shape, reduced_shape=reduced_shape,
+                     sized_for=sizes_key(candidate, sizes))
+    if dims != tuple(range(len(row_dims), len(shape))):
+        # An outer reduction: a thread per row, walking it; neighbouring threads take
+        # neighbouring rows, which is coalesced when a kept dim is innermost in memory.
+        return ReductionParams(1, 1, ROWS_BLOCK, row_size, False, False, **structure)
+    moved = per_element(candidate, shapes, row_size)
+    lanes = vector_width(widest_vector(moved), reduced_shape[-1] if reduced_shape else 1)
+    vectors = row_size // lanes
+    threads = min(MAX_ROW_THREADS, _next_power_of_two(-(-vectors // SLOTS_WANTED)))
+    rows_per_block = max(1, ROWS_BLOCK // threads) if threads <= 32 else 1
+    slots = -(-vectors // threads)
+    persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
+    return ReductionParams(lanes, threads, rows_per_block, slots, persistent, True, **structure)
+
+
+def _next_power_of_two(value: int) -> int:
+    power = 1
+    while power < value:
+        power *= 2
+    return power

@@ -1,0 +1,56 @@
+"""A scheduler's answer for one candidate segment, and what a scheduler is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fusecli.segment.candidate import Candidate
+from fusecli.segment.heuristics import HeuristicParams, Sizes
+
+if TYPE_CHECKING:  # the context holds the profile, whose orders name registered schedulers
+    from fusecli.segment.rules import ScheduleContext
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One scheduler's answer for one candidate: accepted, or the reason it was rejected.
+
+    An acceptance at known sizes carries the scheduler's heuristics (``params``); they are
+    not part of what the verdict says, so verdicts compare without them.
+    """
+
+    scheduler: str
+    accepted: bool
+    reason: str = ""
+    stage: str = ""  # where a rejection came from: "common", "compile time" or "run time"
+    params: HeuristicParams | None = field(default=None, compare=False)
+
+    @staticmethod
+    def accept(scheduler: str) -> Verdict:
+        return Verdict(scheduler, True)
+
+    @staticmethod
+    def reject(scheduler: str, reason: str, stage: str = "compile time") -> Verdict:
+        return Verdict(scheduler, False, reason, stage)
+
+
+Check = Callable[[Candidate, "ScheduleContext"], Verdict]
+
+
+def _no_heuristics(candidate: Candidate, sizes: Sizes) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduler:
+    """One scheduler: its checks (compile time: the segment's structure; run time: its sizes),
+    the heuristics it picks at concrete sizes, and whether its segments run on ATen by design
+    (no CUDA kernel is generated for them)."""
+
+    name: str
+    compile_time: Check
+    run_time: Check
+    heuristics: Callable[[Candidate, Sizes], HeuristicParams | None] = _no_heuristics
+    runs_on_aten: bool = False
