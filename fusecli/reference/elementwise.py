@@ -83,15 +83,16 @@ UNARY: dict[OpType, Callable[[Tensor], Tensor]] = {
     # parts of a complex number
     OpType.real: torch.real,
     OpType.imag: torch.imag,
-    # predicates
-    OpType.logical_not: torch.logical_not,
-    OpType.isfinite: torch.isfinite,
-    OpType.isinf: torch.isinf,
+    OpType.isreal: torch.isreal,  # the imaginary part is zero (always, for real dtypes)
+    # classes of floating-point values
     OpType.isnan: torch.isnan,
-    OpType.isneginf: torch.isneginf,
+    OpType.isinf: torch.isinf,
     OpType.isposinf: torch.isposinf,
-    OpType.isreal: torch.isreal,
-    OpType.signbit: torch.signbit,
+    OpType.isneginf: torch.isneginf,
+    OpType.isfinite: torch.isfinite,
+    OpType.signbit: torch.signbit,  # set for -0.0 too
+    # truth values
+    OpType.logical_not: torch.logical_not,
 }
 
 

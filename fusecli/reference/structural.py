@@ -43,19 +43,20 @@ def _reduction_dims(ctx: OpContext, x: Tensor) -> tuple[Tensor, tuple[int, ...]]
     return x, dims
 
 
-def _over_dims(reduce: Callable[[Tensor, tuple[int, ...]], Tensor]) -> Callable[..., Tensor]:
-    """The rule ``reduce(x, dims)`` over the expr's ``dims``."""
+def _over_dims(reduce: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The rule ``reduce(x, dim=dims)`` over the expr's ``dims``."""
 
     def rule(ctx: OpContext, x: Tensor) -> Tensor:
-        return reduce(*_reduction_dims(ctx, x))
+        x, dims = _reduction_dims(ctx, x)
+        return reduce(x, dim=dims)
 
     return rule
 
 
-def _product(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+def _product(x: Tensor, dim: tuple[int, ...]) -> Tensor:
     # torch.prod takes one dim at a time; innermost first keeps the others' numbers valid.
-    for dim in sorted(dims, reverse=True):
-        x = torch.prod(x, dim=dim)
+    for axis in sorted(dim, reverse=True):
+        x = torch.prod(x, dim=axis)
     return x
 
 
@@ -229,10 +230,10 @@ def _dim(ctx: OpContext) -> int:
 # One-line rules are written in place: the table reads as the list of what each op means.
 STRUCTURAL_RULES: dict[OpType, Callable[..., object]] = {
     # reductions over ``dims``
-    OpType.sum: _over_dims(lambda x, dims: torch.sum(x, dim=dims)),
+    OpType.sum: _over_dims(torch.sum),
     OpType.prod: _over_dims(_product),
-    OpType.max: _over_dims(lambda x, dims: torch.amax(x, dim=dims)),
-    OpType.min: _over_dims(lambda x, dims: torch.amin(x, dim=dims)),
+    OpType.max: _over_dims(torch.amax),
+    OpType.min: _over_dims(torch.amin),
     OpType.var: _var,
     OpType.var_mean: _var_mean,
     OpType.welford: _welford,
