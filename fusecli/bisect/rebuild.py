@@ -21,6 +21,13 @@ from fusecli.bisect.declare import declare_input
 from fusecli.frontend import FusionDefinition
 from fusecli.frontend.state import Scalar as ScalarState
 from fusecli.frontend.state import State
+from fusecli.ir.attrs import (
+    embedding_options,
+    pad_widths,
+    random_seed,
+    sdpfa_options,
+    slice_bounds,
+)
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, FusionOutput, Scalar, TensorView, Val, Vector
 from fusecli.ir.optype import OpKind, OpType
@@ -152,18 +159,16 @@ def _squeeze(r: _Replay, e: Expr) -> Any:
 
 
 def _slice(r: _Replay, e: Expr) -> Any:
-    arg = e.inputs[0]
-    rank = arg.ndim
-    starts, ends = e.inputs[1 : 1 + rank], e.inputs[1 + rank : 1 + 2 * rank]
+    starts, ends = slice_bounds(e, e.inputs)
     return r.ops.slice(
-        r.val(arg), start_indices=r.ints(starts), end_indices=r.ints(ends),
+        r.val(e.inputs[0]), start_indices=r.ints(starts), end_indices=r.ints(ends),
         manual_normalization=bool(e.attr("manual_normalization", False)),
     )
 
 
 def _pad(r: _Replay, e: Expr) -> Any:
-    arg, value, *widths = e.inputs
-    return r.ops.pad(r.val(arg), r.ints(widths), r.val(value))
+    arg, value = e.inputs[:2]
+    return r.ops.pad(r.val(arg), r.ints(pad_widths(e.inputs)), r.val(value))
 
 
 def _cat(r: _Replay, e: Expr) -> Any:
@@ -184,8 +189,8 @@ def _scatter(r: _Replay, e: Expr) -> Any:
 
 
 def _embedding(r: _Replay, e: Expr) -> Any:
-    indices, weight, *given = e.inputs
-    options = {name: r.val(v) for name, v in zip(e.attr("options", ()), given)}
+    indices, weight = e.inputs[:2]
+    options = {name: r.val(v) for name, v in embedding_options(e, e.inputs).items()}
     return r.ops.embedding_fwd(r.val(indices), r.val(weight), **options)
 
 
@@ -200,9 +205,14 @@ def _iota(r: _Replay, e: Expr) -> Any:
     return r.ops.iota(length, start, step, dtype=e.attr("dtype"))
 
 
+def _replayed_seed(r: _Replay, e: Expr) -> tuple[State | None, State | None]:
+    seed = random_seed(e, e.inputs)
+    return (None, None) if seed is None else (r.val(seed[0]), r.val(seed[1]))
+
+
 def _random(r: _Replay, e: Expr) -> Any:
-    first, second, shape, *seeds = e.inputs
-    seed, offset = (r.val(v) for v in seeds) if seeds else (None, None)
+    first, second, shape = e.inputs[:3]
+    seed, offset = _replayed_seed(r, e)
     return getattr(r.ops, e.op.value)(
         r.val(first), r.val(second), r.shape(shape), rng_seed=seed, rng_offset=offset,
         dtype=e.attr("dtype"),
@@ -210,9 +220,8 @@ def _random(r: _Replay, e: Expr) -> Any:
 
 
 def _random_like(r: _Replay, e: Expr) -> Any:
-    arg, *seeds = e.inputs
-    seed, offset = (r.val(v) for v in seeds) if seeds else (None, None)
-    return getattr(r.ops, e.op.value)(r.val(arg), rng_seed=seed, rng_offset=offset)
+    seed, offset = _replayed_seed(r, e)
+    return getattr(r.ops, e.op.value)(r.val(e.inputs[0]), rng_seed=seed, rng_offset=offset)
 
 
 def _matmul(r: _Replay, e: Expr) -> Any:
@@ -225,10 +234,9 @@ def _linear(r: _Replay, e: Expr) -> Any:
 
 
 def _sdpfa(r: _Replay, e: Expr) -> Any:
-    query, key, value, *given = e.inputs
-    names = [n for n in ("dropout_p", "is_causal", "scale") if e.attr(f"has_{n}", False)]
-    scalars = {name: r.val(v) for name, v in zip(names, given)}
-    return r.ops.sdpfa_fwd(r.val(query), r.val(key), r.val(value), **scalars)
+    query, key, value = (r.val(v) for v in e.inputs[:3])
+    scalars = {name: r.val(v) for name, v in sdpfa_options(e, e.inputs).items()}
+    return r.ops.sdpfa_fwd(query, key, value, **scalars)
 
 
 def _triu(r: _Replay, e: Expr) -> Any:

@@ -5,11 +5,11 @@ floating-point value in float64 to settle which side of a mismatch is more accur
 """
 
 from fusecli.reference.interpreter import (
-    RULES,
     ReferenceError,
     ReferenceInputError,
     ReferenceResult,
     run_reference,
 )
+from fusecli.reference.rules import RULES
 
 __all__ = ["RULES", "ReferenceError", "ReferenceInputError", "ReferenceResult", "run_reference"]

@@ -74,12 +74,18 @@ class OpContext:
 def with_stride_order(tensor: torch.Tensor, stride_order: tuple[int, ...]) -> torch.Tensor:
     """A copy of ``tensor`` laid out in memory with nvFuser's ``stride_order``; values unchanged.
 
-    ``stride_order[i]`` is dim i's rank by stride, 0 the innermost: permute the dims into
-    allocation order (outermost first), make that dense, and permute back.
+    ``stride_order[i]`` is dim i's rank by stride, 0 the innermost: walking the dims from the
+    innermost out, each dim's stride is the number of elements of the dims inside it (a size 0
+    or 1 counts as 1, as torch's dense layouts do).
     """
     if not stride_order:
         return tensor
-    allocation_order = sorted(range(tensor.dim()), key=lambda axis: -stride_order[axis])
-    dense = tensor.permute(allocation_order).contiguous()
-    logical_order = sorted(range(tensor.dim()), key=lambda position: allocation_order[position])
-    return dense.permute(logical_order)
+    strides = [0] * tensor.dim()
+    elements_inside = 1
+    for axis in sorted(range(tensor.dim()), key=lambda axis: stride_order[axis]):
+        strides[axis] = elements_inside
+        elements_inside *= max(tensor.shape[axis], 1)
+    laid_out = torch.empty_strided(
+        tensor.shape, strides, dtype=tensor.dtype, device=tensor.device
+    )
+    return laid_out.copy_(tensor)

@@ -1,14 +1,18 @@
 """Reference rules for elementwise exprs: unary, binary, ternary, casts and copies.
 
-Each entry is the plain eager-torch expression a user would write for the op, and nothing
-cleverer: this table is the independent answer the executors are checked against, so it shares
-nothing with theirs. Promotion has already happened in the IR (operands arrive cast to the
-compute dtype), so a rule only computes; the interpreter converts the result to the output's IR
-dtype afterwards. Scalar operands arrive as 0-dim tensors of their own dtype.
+Each entry is the expression a user would write for the op: Python's operators where the op has
+one, ``torch.special``'s name for the special functions, and the textbook identity where torch
+has no function of that name (``erfcinv`` through the normal quantile, ``frac`` as the remainder
+of division by 1). This table is the independent answer the executors are checked against, so
+it is written without looking at theirs. Promotion has already happened in the IR (operands
+arrive cast to the compute dtype), so a rule only computes; the interpreter converts the result
+to the output's IR dtype afterwards. Scalar operands arrive as 0-dim tensors of their own dtype.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Callable
 
 import torch
@@ -20,72 +24,82 @@ from fusecli.reference.context import OpContext, with_stride_order
 Tensor = torch.Tensor
 
 
-def _frac(x: Tensor) -> Tensor:
-    return x - torch.trunc(x)
+def _fractional_part(x: Tensor) -> Tensor:
+    """x mod 1 with the sign of x, exactly (fmod never rounds): -2.75 -> -0.75."""
+    return torch.fmod(x, 1)
 
 
-def _erfcinv(x: Tensor) -> Tensor:
-    return torch.erfinv(1 - x)
+def _inverse_erfc(x: Tensor) -> Tensor:
+    """erfc(y) = 2 Φ(-y √2), so erfc⁻¹(x) = -Φ⁻¹(x / 2) / √2 with Φ the standard normal CDF."""
+    return -torch.special.ndtri(x / 2) * math.sqrt(0.5)
 
 
 UNARY: dict[OpType, Callable[[Tensor], Tensor]] = {
-    OpType.acos: torch.acos,
-    OpType.acosh: torch.acosh,
-    OpType.asin: torch.asin,
-    OpType.asinh: torch.asinh,
-    OpType.atan: torch.atan,
-    OpType.atanh: torch.atanh,
-    OpType.cos: torch.cos,
-    OpType.cosh: torch.cosh,
-    OpType.exp: torch.exp,
-    OpType.exp2: torch.exp2,
-    OpType.expm1: torch.expm1,
-    OpType.erf: torch.erf,
-    OpType.erfc: torch.erfc,
-    OpType.erfinv: torch.erfinv,
-    OpType.erfcinv: _erfcinv,
-    OpType.lgamma: torch.lgamma,
-    OpType.log: torch.log,
-    OpType.log10: torch.log10,
-    OpType.log1p: torch.log1p,
-    OpType.log2: torch.log2,
-    OpType.reciprocal: torch.reciprocal,
-    OpType.rsqrt: torch.rsqrt,
-    OpType.sigmoid: torch.sigmoid,
-    OpType.sin: torch.sin,
-    OpType.sinh: torch.sinh,
-    OpType.sqrt: torch.sqrt,
-    OpType.tan: torch.tan,
-    OpType.tanh: torch.tanh,
-    OpType.neg: torch.neg,
+    # arithmetic
+    OpType.neg: operator.neg,
+    OpType.abs: operator.abs,  # |z| for complex z
     OpType.sign: torch.sign,
-    OpType.abs: torch.abs,
+    OpType.reciprocal: torch.reciprocal,
+    OpType.bitwise_not: operator.invert,  # ~ is logical not on bool
+    # rounding to an integral value
     OpType.ceil: torch.ceil,
     OpType.floor: torch.floor,
-    OpType.frac: _frac,
-    OpType.relu: torch.relu,
-    OpType.round: torch.round,  # half to even, as nvFuser's nearbyint
+    OpType.trunc: torch.fix,  # round toward zero
+    OpType.round: torch.special.round,  # half to even, as nvFuser's nearbyint
+    OpType.frac: _fractional_part,
+    # powers, exponentials and logarithms
+    OpType.sqrt: torch.sqrt,
+    OpType.rsqrt: torch.rsqrt,
+    OpType.exp: torch.exp,
+    OpType.exp2: torch.special.exp2,
+    OpType.expm1: torch.special.expm1,
+    OpType.log: torch.log,
+    OpType.log2: torch.log2,
+    OpType.log10: torch.log10,
+    OpType.log1p: torch.special.log1p,
+    # trigonometric and hyperbolic functions, and their inverses
+    OpType.sin: torch.sin,
+    OpType.cos: torch.cos,
+    OpType.tan: torch.tan,
+    OpType.asin: torch.arcsin,
+    OpType.acos: torch.arccos,
+    OpType.atan: torch.arctan,
+    OpType.sinh: torch.sinh,
+    OpType.cosh: torch.cosh,
+    OpType.tanh: torch.tanh,
+    OpType.asinh: torch.arcsinh,
+    OpType.acosh: torch.arccosh,
+    OpType.atanh: torch.arctanh,
+    # special functions
+    OpType.erf: torch.special.erf,
+    OpType.erfc: torch.special.erfc,
+    OpType.erfinv: torch.special.erfinv,
+    OpType.erfcinv: _inverse_erfc,
+    OpType.lgamma: torch.special.gammaln,
+    OpType.sigmoid: torch.special.expit,
+    # activations
+    OpType.relu: F.relu,
     OpType.silu: F.silu,
-    OpType.trunc: torch.trunc,
-    OpType.bitwise_not: torch.bitwise_not,
+    # parts of a complex number
     OpType.real: torch.real,
     OpType.imag: torch.imag,
-    OpType.logical_not: torch.logical_not,
-    OpType.isfinite: torch.isfinite,
-    OpType.isinf: torch.isinf,
+    OpType.isreal: torch.isreal,  # the imaginary part is zero (always, for real dtypes)
+    # classes of floating-point values
     OpType.isnan: torch.isnan,
-    OpType.isneginf: torch.isneginf,
+    OpType.isinf: torch.isinf,
     OpType.isposinf: torch.isposinf,
-    OpType.isreal: torch.isreal,
-    OpType.signbit: torch.signbit,
+    OpType.isneginf: torch.isneginf,
+    OpType.isfinite: torch.isfinite,
+    OpType.signbit: torch.signbit,  # set for -0.0 too
+    # truth values
+    OpType.logical_not: torch.logical_not,
 }
 
 
-def _div(a: Tensor, b: Tensor) -> Tensor:
-    """C-style division: truncating for integers, true division for floating point."""
-    if a.is_floating_point() or a.is_complex():
-        return torch.div(a, b)
-    return torch.div(a, b, rounding_mode="trunc")
+def _c_division(a: Tensor, b: Tensor) -> Tensor:
+    """C's ``/``: the quotient rounded toward zero for integers, the true quotient otherwise."""
+    exact = a.is_floating_point() or a.is_complex()
+    return torch.div(a, b, rounding_mode=None if exact else "trunc")
 
 
 def _logical_right_shift(a: Tensor, shift: Tensor) -> Tensor:
@@ -97,58 +111,64 @@ def _logical_right_shift(a: Tensor, shift: Tensor) -> Tensor:
     or more moves every bit out: 0.
     """
     if not a.is_signed():
-        return torch.bitwise_right_shift(a, shift)
+        return operator.rshift(a, shift)
     if bool((shift < 0).any()):
         raise ValueError("logical_right_shift by a negative amount")
     bits = torch.iinfo(a.dtype).bits
     inner = shift.clamp(1, bits - 1)
-    mask = torch.bitwise_left_shift(torch.ones_like(inner), bits - inner) - 1
-    shifted = torch.bitwise_and(torch.bitwise_right_shift(a, inner), mask)
+    low_bits = operator.lshift(torch.ones_like(inner), bits - inner) - 1
+    shifted = operator.and_(operator.rshift(a, inner), low_bits)
     everything_out = torch.where(shift >= bits, torch.zeros_like(shifted), shifted)
     return torch.where(shift == 0, a, everything_out)
 
 
 BINARY: dict[OpType, Callable[[Tensor, Tensor], Tensor]] = {
-    OpType.add: torch.add,
-    OpType.sub: torch.sub,
-    OpType.mul: torch.mul,
-    OpType.div: _div,
-    OpType.truediv: torch.true_divide,
-    OpType.mod: torch.fmod,  # C fmod: the sign of the dividend
+    # arithmetic, as Python writes it
+    OpType.add: operator.add,
+    OpType.sub: operator.sub,
+    OpType.mul: operator.mul,
+    OpType.truediv: operator.truediv,
+    OpType.div: _c_division,
+    OpType.pow: operator.pow,
+    OpType.remainder: operator.mod,  # Python's %: the sign of the divisor
+    OpType.mod: torch.fmod,  # C's %: the sign of the dividend
     OpType.fmod: torch.fmod,
-    OpType.remainder: torch.remainder,  # Python remainder: the sign of the divisor
-    OpType.pow: torch.pow,
-    OpType.atan2: torch.atan2,
-    OpType.nextafter: torch.nextafter,
+    OpType.gcd: torch.gcd,
+    # comparisons
+    OpType.eq: operator.eq,
+    OpType.ne: operator.ne,
+    OpType.lt: operator.lt,
+    OpType.le: operator.le,
+    OpType.gt: operator.gt,
+    OpType.ge: operator.ge,
     OpType.minimum: torch.minimum,  # NaN-propagating
     OpType.maximum: torch.maximum,
-    OpType.eq: torch.eq,
-    OpType.ne: torch.ne,
-    OpType.lt: torch.lt,
-    OpType.le: torch.le,
-    OpType.gt: torch.gt,
-    OpType.ge: torch.ge,
+    # bits and truth values
+    OpType.bitwise_and: operator.and_,
+    OpType.bitwise_or: operator.or_,
+    OpType.bitwise_xor: operator.xor,
+    OpType.bitwise_left_shift: operator.lshift,
+    OpType.bitwise_right_shift: operator.rshift,  # arithmetic on signed types
+    OpType.logical_right_shift: _logical_right_shift,
     OpType.logical_and: torch.logical_and,
     OpType.logical_or: torch.logical_or,
-    OpType.bitwise_and: torch.bitwise_and,
-    OpType.bitwise_or: torch.bitwise_or,
-    OpType.bitwise_xor: torch.bitwise_xor,
-    OpType.bitwise_left_shift: torch.bitwise_left_shift,
-    OpType.bitwise_right_shift: torch.bitwise_right_shift,  # arithmetic on signed types
-    OpType.logical_right_shift: _logical_right_shift,
-    OpType.gcd: torch.gcd,
+    # floating-point functions of two arguments
+    OpType.atan2: torch.arctan2,
+    OpType.nextafter: torch.nextafter,
 }
 
 
 def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
-    # torch.lerp takes floating-point operands only; for the others, the textbook formula.
-    if start.is_floating_point() or start.is_complex():
-        return torch.lerp(start, end, weight)
-    return start + weight * (end - start)
+    # torch.lerp takes floating-point operands only; integers take the definition.
+    if not (start.is_floating_point() or start.is_complex()):
+        return start + weight * (end - start)
+    return torch.lerp(start, end, weight)
 
 
 def _threshold(x: Tensor, threshold: Tensor, value: Tensor) -> Tensor:
-    return torch.where(x <= threshold, value, x)
+    """x where it is above the threshold, else ``value``; NaN is never at or below it: it stays."""
+    keep = torch.logical_or(x > threshold, torch.isnan(x))
+    return torch.where(keep, x, value)
 
 
 def _addcmul(a: Tensor, b: Tensor, c: Tensor, value: Tensor) -> Tensor:
@@ -205,7 +225,7 @@ def _stride_order(ctx: OpContext, value: Tensor) -> Tensor:
     return with_stride_order(value, ctx.attr("stride_order"))
 
 
-RULES: dict[OpType, Callable[..., object]] = {
+ELEMENTWISE_RULES: dict[OpType, Callable[..., object]] = {
     **{op: _on_tensors(function) for op, function in UNARY.items()},
     **{op: _on_tensors(function) for op, function in BINARY.items()},
     **{op: _on_tensors(function) for op, function in TERNARY.items()},

@@ -1,9 +1,9 @@
 """The reference interpreter: a fusion evaluated op by op in eager torch.
 
 In the style of JAX's ``eval_jaxpr``: an environment from value uid to value, a loop over the
-exprs in order, and a table lookup from ``OpType`` to a small rule (``elementwise.RULES`` and
-``structural.RULES``). The table shares nothing with the executors' (DESIGN.md: a wrong table
-would otherwise agree with itself); it is the independent answer every output is diffed against.
+exprs in order, and a table lookup from ``OpType`` to a small rule (``rules.RULES``). The
+table shares nothing with the executors' (DESIGN.md: a wrong table would otherwise agree with
+itself); it is the independent answer every output is diffed against.
 
 The environment holds tensors for TensorViews and Python numbers for Scalars; a Vector is read
 as the list of its elements' ints. After every expr, each result is converted to its output's IR
@@ -17,7 +17,7 @@ which of an executor and eager torch is closer. Integer and boolean values are u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -25,14 +25,11 @@ import torch
 from fusecli.errors import FusecliError
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Val, Vector
-from fusecli.ir.optype import OpKind, OpType
-from fusecli.reference import elementwise, structural
+from fusecli.ir.optype import OpKind
 from fusecli.reference.context import OpContext, compute_dtype, python_scalar, with_stride_order
+from fusecli.reference.rules import RULES
 
 Number = bool | int | float | complex
-
-RULES: dict[OpType, Callable[..., object]] = {**elementwise.RULES, **structural.RULES}
-assert not elementwise.RULES.keys() & structural.RULES.keys(), "an op has two reference rules"
 
 
 class ReferenceError(FusecliError):  # shadows the builtin: the name callers import

@@ -15,6 +15,13 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from fusecli.ir.attrs import (
+    embedding_options,
+    pad_widths,
+    random_seed,
+    sdpfa_options,
+    slice_bounds,
+)
 from fusecli.ir.optype import OpType
 from fusecli.ir.rng import random_tensor
 from fusecli.reference.context import OpContext
@@ -36,27 +43,21 @@ def _reduction_dims(ctx: OpContext, x: Tensor) -> tuple[Tensor, tuple[int, ...]]
     return x, dims
 
 
-def _sum(ctx: OpContext, x: Tensor) -> Tensor:
-    x, dims = _reduction_dims(ctx, x)
-    return torch.sum(x, dim=dims)
+def _over_dims(reduce: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The rule ``reduce(x, dim=dims)`` over the expr's ``dims``."""
+
+    def rule(ctx: OpContext, x: Tensor) -> Tensor:
+        x, dims = _reduction_dims(ctx, x)
+        return reduce(x, dim=dims)
+
+    return rule
 
 
-def _prod(ctx: OpContext, x: Tensor) -> Tensor:
+def _product(x: Tensor, dim: tuple[int, ...]) -> Tensor:
     # torch.prod takes one dim at a time; innermost first keeps the others' numbers valid.
-    x, dims = _reduction_dims(ctx, x)
-    for dim in sorted(dims, reverse=True):
-        x = torch.prod(x, dim=dim)
+    for axis in sorted(dim, reverse=True):
+        x = torch.prod(x, dim=axis)
     return x
-
-
-def _max(ctx: OpContext, x: Tensor) -> Tensor:
-    x, dims = _reduction_dims(ctx, x)
-    return torch.amax(x, dim=dims)
-
-
-def _min(ctx: OpContext, x: Tensor) -> Tensor:
-    x, dims = _reduction_dims(ctx, x)
-    return torch.amin(x, dim=dims)
 
 
 def _var(ctx: OpContext, x: Tensor) -> Tensor:
@@ -79,10 +80,6 @@ def _welford(ctx: OpContext, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return mean.squeeze(dims), m2, torch.full_like(m2, count, dtype=torch.int64)
 
 
-def _cumsum(ctx: OpContext, x: Tensor) -> Tensor:
-    return torch.cumsum(x, dim=ctx.attr("dim"))
-
-
 def _argsort(ctx: OpContext, x: Tensor) -> Tensor:
     return torch.argsort(
         x, dim=ctx.attr("dim"), descending=ctx.attr("descending"), stable=ctx.attr("stable")
@@ -103,18 +100,6 @@ def _broadcast(ctx: OpContext, x: Tensor) -> Tensor:
     return x[tuple(None if new else slice(None) for new in ctx.attr("is_broadcast_dim"))]
 
 
-def _expand(ctx: OpContext, x: Tensor, shape: list[int]) -> Tensor:
-    return x.expand(shape)  # -1 keeps the size, as in the IR
-
-
-def _reshape(ctx: OpContext, x: Tensor, shape: list[int]) -> Tensor:
-    return x.reshape(shape)
-
-
-def _permute(ctx: OpContext, x: Tensor) -> Tensor:
-    return x.permute(ctx.attr("dims"))
-
-
 def _squeeze(ctx: OpContext, x: Tensor) -> Tensor:
     """Remove size-1 dims; with ``squeeze_expanded``, also expanded broadcasts (all values along
     one are equal, so element 0 stands for them)."""
@@ -125,9 +110,10 @@ def _squeeze(ctx: OpContext, x: Tensor) -> Tensor:
     return x
 
 
-def _slice(ctx: OpContext, x: Tensor, *bounds: int) -> Tensor:
+def _slice(ctx: OpContext, *operands: object) -> Tensor:
     """Python slicing is torch's semantics: negative indices wrap, then clamp to [0, size]."""
-    starts, ends = bounds[: x.dim()], bounds[x.dim() :]
+    x = operands[0]
+    starts, ends = slice_bounds(ctx.expr, operands)
     if ctx.attr("manual_normalization"):
         for dim, (start, end) in enumerate(zip(starts, ends)):
             if not 0 <= start <= end <= x.shape[dim]:
@@ -138,40 +124,18 @@ def _slice(ctx: OpContext, x: Tensor, *bounds: int) -> Tensor:
     return x[tuple(slice(int(start), int(end)) for start, end in zip(starts, ends))]
 
 
-def _pad(ctx: OpContext, x: Tensor, value: object, *widths: int) -> Tensor:
+def _pad(ctx: OpContext, *operands: object) -> Tensor:
     # F.pad's order is the IR's: innermost dim first; negative widths crop.
-    return F.pad(x, [int(width) for width in widths], mode="constant", value=value)
-
-
-def _cat(ctx: OpContext, *tensors: Tensor) -> Tensor:
-    return torch.cat(tensors, dim=ctx.attr("dim"))
+    x, value = operands[:2]
+    widths = [int(width) for width in pad_widths(operands)]
+    return F.pad(x, widths, mode="constant", value=value)
 
 
 # -- indexing ----------------------------------------------------------------------------------
 
 
-def _index_select(ctx: OpContext, x: Tensor, index: Tensor) -> Tensor:
-    return torch.index_select(x, ctx.attr("dim"), index)
-
-
-def _select(ctx: OpContext, x: Tensor, index: int) -> Tensor:
-    return torch.select(x, ctx.attr("dim"), int(index))
-
-
-def _gather(ctx: OpContext, x: Tensor, index: Tensor) -> Tensor:
-    return torch.gather(x, ctx.attr("dim"), index.long())  # torch indexes with int64 only
-
-
-def _take_along_axis(ctx: OpContext, x: Tensor, index: Tensor) -> Tensor:
-    return torch.take_along_dim(x, index.long(), dim=ctx.attr("dim"))
-
-
-def _scatter(ctx: OpContext, x: Tensor, index: Tensor, src: Tensor | float) -> Tensor:
-    return torch.scatter(x, ctx.attr("dim"), index.long(), src)
-
-
 def _embedding_fwd(ctx: OpContext, indices: Tensor, weight: Tensor, *options: object) -> Tensor:
-    kwargs = dict(zip(ctx.attr("options"), options))
+    kwargs = embedding_options(ctx.expr, (indices, weight, *options))
     if kwargs.get("max_norm") is not None:
         weight = weight.clone()  # F.embedding renormalizes the rows it reads in place
     return F.embedding(indices, weight, **kwargs)
@@ -180,21 +144,15 @@ def _embedding_fwd(ctx: OpContext, indices: Tensor, weight: Tensor, *options: ob
 # -- creation and random numbers ---------------------------------------------------------------
 
 
-def _full(ctx: OpContext, shape: list[int], fill: object) -> Tensor:
-    return torch.full(shape, fill, dtype=ctx.dtype(), device=ctx.device)
-
-
 def _iota(ctx: OpContext, length: int, start: object, step: object) -> Tensor:
     return start + step * torch.arange(int(length), dtype=ctx.dtype(), device=ctx.device)
 
 
-def _seed_and_offset(ctx: OpContext, given: tuple[object, ...]) -> tuple[int, int]:
+def _seed_and_offset(ctx: OpContext, operands: tuple[object, ...]) -> tuple[int, int]:
     """The expr's own (seed, offset) when seeded; else the run's seed and the expr's position
     among the fusion's random exprs, which every executor uses too."""
-    if ctx.attr("seeded"):
-        seed, offset = given
-        return int(seed), int(offset)
-    return ctx.seed, ctx.random_offset
+    given = random_seed(ctx.expr, operands)
+    return (ctx.seed, ctx.random_offset) if given is None else (int(given[0]), int(given[1]))
 
 
 def _number(value: object) -> object:
@@ -203,7 +161,7 @@ def _number(value: object) -> object:
 
 def _random(kind: str) -> Callable[..., Tensor]:
     def rule(ctx: OpContext, first: object, second: object, shape: list[int], *seeds) -> Tensor:
-        seed, offset = _seed_and_offset(ctx, seeds)
+        seed, offset = _seed_and_offset(ctx, (first, second, shape, *seeds))
         return random_tensor(
             kind,
             tuple(shape),
@@ -220,7 +178,7 @@ def _random(kind: str) -> Callable[..., Tensor]:
 
 def _random_like(kind: str) -> Callable[..., Tensor]:
     def rule(ctx: OpContext, x: Tensor, *seeds: object) -> Tensor:
-        seed, offset = _seed_and_offset(ctx, seeds)
+        seed, offset = _seed_and_offset(ctx, (x, *seeds))
         return random_tensor(kind, tuple(x.shape), ctx.dtype(), 0.0, 1.0, seed, offset, ctx.device)
 
     return rule
@@ -229,26 +187,17 @@ def _random_like(kind: str) -> Callable[..., Tensor]:
 # -- matmul and attention ----------------------------------------------------------------------
 
 
-def _matmul(ctx: OpContext, a: Tensor, b: Tensor) -> Tensor:
-    return torch.matmul(a, b)
-
-
 def _mma(ctx: OpContext, a: Tensor, b: Tensor) -> Tensor:
     """The 2024 lowering of matmul: broadcast operands, multiply, sum over K (in Float)."""
     dtype = ctx.dtype()
     return (a.to(dtype) * b.to(dtype)).sum(dim=ctx.expr.attr("reduction_axis"))
 
 
-def _linear(ctx: OpContext, a: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    return F.linear(a, weight, bias)
-
-
 def _sdpfa_fwd(ctx: OpContext, query: Tensor, key: Tensor, value: Tensor, *given: object):
     """softmax(q k^T * scale) v, written out, in float32 at least (float64 for Double inputs
     and in float64 mode); the logsumexp of the same scaled, masked scores; zero philox state.
     """
-    names = [name for name in ("dropout_p", "is_causal", "scale") if ctx.attr(f"has_{name}")]
-    options = dict(zip(names, given))
+    options = sdpfa_options(ctx.expr, (query, key, value, *given))
     dropout_p = float(options.get("dropout_p") or 0.0)
     if dropout_p > 0:
         raise ValueError(
@@ -261,10 +210,9 @@ def _sdpfa_fwd(ctx: OpContext, query: Tensor, key: Tensor, value: Tensor, *given
     math_dtype = torch.promote_types(query.dtype, torch.float32)
     q, k, v = (t.to(math_dtype) for t in (query, key, value))
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale
-    if options.get("is_causal"):
-        length, source_length = scores.shape[-2:]
-        keep = torch.ones(length, source_length, dtype=torch.bool, device=scores.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
+    if options.get("is_causal"):  # query i sees keys 0..i: the lower triangle of each matrix
+        visible = torch.ones_like(scores, dtype=torch.bool).tril()
+        scores = torch.where(visible, scores, -math.inf)
     out = torch.matmul(torch.softmax(scores, dim=-1), v)
     logsumexp = torch.logsumexp(scores, dim=-1)
     philox_seed = torch.zeros((), dtype=torch.int64, device=ctx.device)
@@ -272,52 +220,60 @@ def _sdpfa_fwd(ctx: OpContext, query: Tensor, key: Tensor, value: Tensor, *given
     return out, logsumexp, philox_seed, philox_offset
 
 
-def _triu(ctx: OpContext, x: Tensor, diagonal: int = 0) -> Tensor:
-    return torch.triu(x, diagonal=int(diagonal))
+# -- the table ---------------------------------------------------------------------------------
 
 
-# -- shape queries -----------------------------------------------------------------------------
+def _dim(ctx: OpContext) -> int:
+    return ctx.attr("dim")
 
 
-def _size(ctx: OpContext, x: Tensor) -> int:
-    return x.size(ctx.attr("dim"))
-
-
-RULES: dict[OpType, Callable[..., object]] = {
-    OpType.sum: _sum,
-    OpType.prod: _prod,
-    OpType.max: _max,
-    OpType.min: _min,
+# One-line rules are written in place: the table reads as the list of what each op means.
+STRUCTURAL_RULES: dict[OpType, Callable[..., object]] = {
+    # reductions over ``dims``
+    OpType.sum: _over_dims(torch.sum),
+    OpType.prod: _over_dims(_product),
+    OpType.max: _over_dims(torch.amax),
+    OpType.min: _over_dims(torch.amin),
     OpType.var: _var,
     OpType.var_mean: _var_mean,
     OpType.welford: _welford,
-    OpType.cumsum: _cumsum,
+    # scans and sorts along ``dim``
+    OpType.cumsum: lambda ctx, x: torch.cumsum(x, dim=_dim(ctx)),
     OpType.argsort: _argsort,
     OpType.topk: _topk,
+    # shapes
     OpType.broadcast: _broadcast,
-    OpType.expand: _expand,
-    OpType.reshape: _reshape,
-    OpType.permute: _permute,
+    OpType.expand: lambda ctx, x, shape: x.expand(shape),  # -1 keeps the size, as in the IR
+    OpType.reshape: lambda ctx, x, shape: x.reshape(shape),
+    OpType.permute: lambda ctx, x: x.permute(ctx.attr("dims")),
     OpType.squeeze: _squeeze,
     OpType.slice: _slice,
     OpType.pad: _pad,
-    OpType.cat: _cat,
-    OpType.index_select: _index_select,
-    OpType.select: _select,
-    OpType.gather: _gather,
-    OpType.take_along_axis: _take_along_axis,
-    OpType.scatter: _scatter,
+    OpType.cat: lambda ctx, *tensors: torch.cat(tensors, dim=_dim(ctx)),
+    # indexing; torch indexes with int64 only
+    OpType.index_select: lambda ctx, x, index: torch.index_select(x, _dim(ctx), index),
+    OpType.select: lambda ctx, x, index: torch.select(x, _dim(ctx), int(index)),
+    OpType.gather: lambda ctx, x, index: torch.gather(x, _dim(ctx), index.long()),
+    OpType.take_along_axis: lambda ctx, x, index: torch.take_along_dim(
+        x, index.long(), dim=_dim(ctx)
+    ),
+    OpType.scatter: lambda ctx, x, index, src: torch.scatter(x, _dim(ctx), index.long(), src),
     OpType.embedding_fwd: _embedding_fwd,
-    OpType.full: _full,
+    # creation and random numbers
+    OpType.full: lambda ctx, shape, fill: torch.full(
+        shape, fill, dtype=ctx.dtype(), device=ctx.device
+    ),
     OpType.iota: _iota,
     OpType.uniform: _random("uniform"),
     OpType.normal: _random("normal"),
     OpType.rand_like: _random_like("uniform"),
     OpType.randn_like: _random_like("normal"),
-    OpType.matmul: _matmul,
+    # products and attention
+    OpType.matmul: lambda ctx, a, b: a @ b,
     OpType.mma: _mma,
-    OpType.linear: _linear,
+    OpType.linear: lambda ctx, *operands: F.linear(*operands),  # x Wᵀ (+ bias)
     OpType.sdpfa_fwd: _sdpfa_fwd,
-    OpType.triu: _triu,
-    OpType.size: _size,
+    OpType.triu: lambda ctx, x, diagonal=0: torch.triu(x, diagonal=int(diagonal)),
+    # shape queries
+    OpType.size: lambda ctx, x: x.size(_dim(ctx)),
 }

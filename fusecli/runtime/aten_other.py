@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from fusecli.ir import dtype as dt
+from fusecli.ir.attrs import embedding_options, random_seed, sdpfa_options
 from fusecli.ir.nodes import Expr
 from fusecli.ir.optype import OpType
 from fusecli.ir.rng import random_tensor
@@ -59,8 +60,8 @@ _EMBEDDING_OPTIONS = ("padding_idx", "max_norm", "norm_type", "scale_grad_by_fre
 
 
 def _embedding_fwd(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    indices, weight, *values = args
-    options = dict(zip(expr.attr("options", ()), values))
+    indices, weight = args[:2]
+    options = embedding_options(expr, args)
     if options.get("max_norm") is not None:
         weight = weight.clone()  # F.embedding renormalizes the rows it reads in place
     kwargs = {name: options[name] for name in _EMBEDDING_OPTIONS if name in options}
@@ -86,17 +87,18 @@ def _iota(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]
     return (steps * step + start,)
 
 
-def _seed_and_offset(expr: Expr, seeds: list[Any], ctx: ExecutionContext) -> tuple[int, int]:
-    if expr.attr("seeded"):
-        seed, offset = seeds
-        return int(seed), int(offset)
-    return ctx.seed, ctx.random_offsets[expr.uid]
+def _seed_and_offset(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[int, int]:
+    given = random_seed(expr, args)
+    if given is None:
+        return ctx.seed, ctx.random_offsets[expr.uid]
+    seed, offset = given
+    return int(seed), int(offset)
 
 
 def _random(kind: str) -> AtenFn:
     def run(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-        first, second, shape, *seeds = args
-        seed, offset = _seed_and_offset(expr, seeds, ctx)
+        first, second, shape = args[:3]
+        seed, offset = _seed_and_offset(expr, args, ctx)
         values = random_tensor(
             kind, tuple(int(s) for s in shape), dt.to_torch(expr.attr("dtype")),
             float(first), float(second), seed, offset, ctx.device,
@@ -108,8 +110,8 @@ def _random(kind: str) -> AtenFn:
 
 def _random_like(kind: str, first: float, second: float) -> AtenFn:
     def run(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-        tensor, *seeds = args
-        seed, offset = _seed_and_offset(expr, seeds, ctx)
+        tensor = args[0]
+        seed, offset = _seed_and_offset(expr, args, ctx)
         values = random_tensor(
             kind, tuple(tensor.shape), tensor.dtype, first, second, seed, offset, tensor.device
         )
@@ -150,9 +152,8 @@ def _sdpfa_fwd(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any,
     Float, with a dropout mask drawn from fusecli's random stream at this expr's offset. The
     philox outputs report that (seed, offset), or zeros without dropout.
     """
-    query, key, value, *scalars = args
-    given = [name for name in ("dropout_p", "is_causal", "scale") if expr.attr(f"has_{name}")]
-    options = dict(zip(given, scalars))
+    query, key, value = args[:3]
+    options = sdpfa_options(expr, args)
     dropout_p = float(options.get("dropout_p") or 0.0)
     is_causal = bool(options.get("is_causal") or False)
     scale = options.get("scale")

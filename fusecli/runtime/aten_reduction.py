@@ -8,6 +8,7 @@ cast) and turned ``keepdim`` into a broadcast after the reduction, so each entry
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -24,33 +25,22 @@ def _dims(expr: Expr) -> tuple[int, ...]:
     return tuple(expr.attr("dims"))
 
 
-def _sum(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    (tensor,) = args
-    dims = _dims(expr)
-    return (torch.sum(tensor, dim=dims) if dims else tensor,)
+def _reduce(function: Callable[..., Tensor]) -> AtenFn:
+    """The entry ``function(tensor, dim=dims)``; over no dims, the operand unchanged."""
+
+    def run(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+        (tensor,) = args
+        dims = _dims(expr)
+        return (function(tensor, dim=dims) if dims else tensor,)
+
+    return run
 
 
-def _prod(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+def _prod(tensor: Tensor, dim: tuple[int, ...]) -> Tensor:
     """torch.prod takes one dim: move the reduced dims last and flatten them into one."""
-    (tensor,) = args
-    dims = _dims(expr)
-    if not dims:
-        return (tensor,)
-    kept = [size for axis, size in enumerate(tensor.shape) if axis not in dims]
-    moved = tensor.movedim(dims, tuple(range(-len(dims), 0)))
-    return (torch.prod(moved.reshape(*kept, -1), dim=-1),)
-
-
-def _max(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    (tensor,) = args
-    dims = _dims(expr)
-    return (torch.amax(tensor, dim=dims) if dims else tensor,)
-
-
-def _min(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    (tensor,) = args
-    dims = _dims(expr)
-    return (torch.amin(tensor, dim=dims) if dims else tensor,)
+    kept = [size for axis, size in enumerate(tensor.shape) if axis not in dim]
+    moved = tensor.movedim(dim, tuple(range(-len(dim), 0)))
+    return torch.prod(moved.reshape(*kept, -1), dim=-1)
 
 
 def _var(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
@@ -99,10 +89,10 @@ def _topk(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]
 
 
 REDUCTION_OPS: dict[OpType, AtenFn] = {
-    OpType.sum: _sum,
-    OpType.prod: _prod,
-    OpType.max: _max,
-    OpType.min: _min,
+    OpType.sum: _reduce(torch.sum),
+    OpType.prod: _reduce(_prod),
+    OpType.max: _reduce(torch.amax),
+    OpType.min: _reduce(torch.amin),
     OpType.var: _var,
     OpType.var_mean: _var_mean,
     OpType.welford: _welford,

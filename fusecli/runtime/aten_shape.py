@@ -12,6 +12,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from fusecli.ir.attrs import pad_widths, slice_bounds
 from fusecli.ir.nodes import Expr
 from fusecli.ir.optype import OpType
 from fusecli.runtime.aten_elementwise import AtenFn
@@ -51,8 +52,7 @@ def _squeeze(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, .
 def _slice(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
     """Stride-1 slices: torch's wrap-and-clamp, or indices used as given (manual_normalization)."""
     tensor = args[0]
-    rank = tensor.dim()
-    starts, ends = args[1 : 1 + rank], args[1 + rank : 1 + 2 * rank]
+    starts, ends = slice_bounds(expr, args)
     manual = expr.attr("manual_normalization", False)
     index = []
     for size, start, end in zip(tensor.shape, starts, ends):
@@ -65,8 +65,8 @@ def _slice(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...
 
 def _pad(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
     """F.pad order: innermost dimension first, (left, right) pairs; negative widths crop."""
-    tensor, value, *widths = args
-    widths = [int(width) for width in widths]
+    tensor, value = args[:2]
+    widths = [int(width) for width in pad_widths(args)]
     if tensor.dtype is torch.bool:
         value = bool(value)
     return (F.pad(tensor, widths, mode="constant", value=value),)
@@ -77,12 +77,15 @@ def _cat(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
 
 
 SHAPE_OPS: dict[OpType, AtenFn] = {
+    # always views of the operand
     OpType.broadcast: _broadcast,
     OpType.expand: _expand,
-    OpType.reshape: _reshape,
     OpType.permute: _permute,
-    OpType.squeeze: _squeeze,
     OpType.slice: _slice,
+    OpType.squeeze: _squeeze,
+    # a view where the layout allows, else a copy
+    OpType.reshape: _reshape,
+    # always new tensors
     OpType.pad: _pad,
     OpType.cat: _cat,
 }
