@@ -65,7 +65,7 @@ def explain_path(path: Path, options: ExplainOptions) -> list[ExplainOutcome]:
 
     validate_options(options)
     outcomes = []
-    for loaded in load_path(path, device=options.device, seed=options.seed):
+    for loaded in load_path(path, device=options.device, seed=options.seed, evaluate=False):
         outcome = ExplainOutcome(loaded, loaded.fusion, None, list(loaded.notices))
         try:
             outcome.segmented = segment_fusion(

@@ -21,12 +21,18 @@ SUFFIXES = (".py", ".yaml", ".yml")
 
 
 def load_path(
-    path: str | Path, *, device: str = "auto", seed: int = 0, all_calls: bool = False
+    path: str | Path,
+    *,
+    device: str = "auto",
+    seed: int = 0,
+    all_calls: bool = False,
+    evaluate: bool = True,
 ) -> list[LoadedFusion]:
     """The fusions of the file at ``path``: a ``.py`` script, or ``.yaml``/``.yml``.
 
     ``all_calls``: a script's repeated ``fd.execute`` calls with one input signature are each
-    a fusion to check, not one."""
+    a fusion to check, not one. ``evaluate=False``: a script's execute calls are not evaluated
+    by eager torch (explaining needs no outputs; inputs eager torch refuses still load)."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file", str(path))
@@ -34,7 +40,9 @@ def load_path(
         raise InputError("is a folder; give the files, or let discover() expand it", str(path))
     suffix = path.suffix.lower()
     if suffix == ".py":
-        return load_python(path, device=device, seed=seed, all_calls=all_calls)
+        return load_python(
+            path, device=device, seed=seed, all_calls=all_calls, evaluate=evaluate
+        )
     if suffix in (".yaml", ".yml"):
         return load_yaml(path, device=device, seed=seed)
     raise InputError(

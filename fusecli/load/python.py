@@ -31,13 +31,16 @@ import torch
 from fusecli.errors import FusecliError, InputError
 from fusecli.frontend import session as frontend_session
 from fusecli.frontend.definition import FusionDefinition
+from fusecli.ir import dtype as dt
 from fusecli.ir.builder import DefinitionError
+from fusecli.ir.nodes import TensorView, evaluate_extent
 from fusecli.load.devices import cuda_mapped_to_cpu, resolve_device
 from fusecli.load.failures import raise_user_error, user_line
 from fusecli.load.inputs import clone_exact
 from fusecli.load.model import LoadedFusion
 from fusecli.load.script_tests import ScriptTests, defines_tests, run_script_tests
 from fusecli.load.shim import nvfuser_modules
+from fusecli.runtime.bind import bind_inputs
 
 
 @dataclass(slots=True)
@@ -69,29 +72,67 @@ class _CallRecorder(list):
     The session appends each call *before* running it, so this is where the inputs are copied
     untouched (a fusion with an aliased output writes into its input) and where the script's
     line of the call is on the stack. A call with the signature of an earlier one (a warm-up
-    or timing loop) is counted, not copied, unless every call is to be kept.
+    or timing loop) is counted, not copied, unless every call is to be kept; when it is given
+    the very tensors of that call, unchanged since, it gets that call's outputs instead of a
+    new evaluation. Without ``evaluate`` (explaining, not running) a call gets zero tensors of
+    its outputs' shapes and dtypes: eager torch never runs, so inputs it would refuse still load.
     """
 
-    def __init__(self, filename: str, all_calls: bool = False) -> None:
+    def __init__(self, filename: str, all_calls: bool = False, evaluate: bool = True) -> None:
         super().__init__()
         self.filename = filename
         self.all_calls = all_calls
+        self.evaluate = evaluate
         self.captured: list[_Captured] = []
-        self._seen: dict[tuple, _Captured] = {}
+        self._seen: dict[tuple, tuple[_Captured, frontend_session.ExecuteCall, tuple]] = {}
 
     def append(self, call: frontend_session.ExecuteCall) -> None:
-        key = None if self.all_calls else call_signature(call.fd, list(call.inputs))
+        inputs = list(call.inputs)
+        if not self.evaluate:
+            call.outputs = placeholder_outputs(call.fd, inputs)
+        key = None if self.all_calls else call_signature(call.fd, inputs)
         earlier = self._seen.get(key) if key is not None else None
         if earlier is not None:
-            earlier.repeats += 1
+            captured, first_call, versions = earlier
+            captured.repeats += 1
+            if call.outputs is None and _versions(inputs) == versions:
+                call.outputs = first_call.outputs  # the same tensors, unchanged: same results
             return
         super().append(call)
-        captured = _Captured(
-            call.fd, clone_exact(list(call.inputs)), _calling_line(self.filename)
-        )
+        captured = _Captured(call.fd, clone_exact(inputs), _calling_line(self.filename))
         self.captured.append(captured)
         if key is not None:
-            self._seen[key] = captured
+            self._seen[key] = (captured, call, _versions(inputs))
+
+
+def _versions(inputs: list[Any]) -> tuple:
+    """Which objects, in which state: a tensor's identity and version counter (bumped by every
+    in-place change), a scalar's value."""
+    return tuple(
+        (id(v), v._version) if isinstance(v, torch.Tensor) else (type(v), repr(v)) for v in inputs
+    )
+
+
+def placeholder_outputs(fd: FusionDefinition, inputs: list[Any]) -> list[Any]:
+    """Zero tensors with the shapes and dtypes the fusion's outputs would have for ``inputs``
+    (sizes the inputs do not decide count as 1); nothing when the inputs do not fit."""
+    try:
+        extents = bind_inputs(fd.fusion, inputs).extents
+    except FusecliError:
+        return []
+    outputs = []
+    for output in fd.fusion.outputs:
+        value = output.value
+        if output.alias_input is not None or not isinstance(value, TensorView):
+            continue
+        shape = []
+        for extent in value.shape:
+            try:
+                shape.append(evaluate_extent(extent, extents))
+            except (KeyError, TypeError, ZeroDivisionError):
+                shape.append(1)
+        outputs.append(torch.zeros(shape, dtype=dt.to_torch(value.dtype)))
+    return outputs
 
 
 def _calling_line(filename: str) -> int | None:
@@ -104,12 +145,18 @@ def _calling_line(filename: str) -> int | None:
 
 
 def load_python(
-    path: str | Path, *, device: str = "auto", seed: int = 0, all_calls: bool = False
+    path: str | Path,
+    *,
+    device: str = "auto",
+    seed: int = 0,
+    all_calls: bool = False,
+    evaluate: bool = True,
 ) -> list[LoadedFusion]:
     """Run the repro script at ``path``; one LoadedFusion per distinct ``fd.execute`` call.
 
     Calls with the same definition and input signature (``call_signature``) are one fusion,
-    checked once; ``all_calls`` keeps every call.
+    checked once; ``all_calls`` keeps every call. Without ``evaluate``, the script's execute
+    calls return placeholders instead of eager torch's outputs (``_CallRecorder``).
 
     A script that makes no call but leaves ``fd`` and ``inputs`` defined gives those. Torch is
     seeded with ``seed`` first, so that random inputs are the same on every load. Errors in
@@ -128,7 +175,7 @@ def load_python(
         raise InputError(f"syntax error: {exc.msg}", f"{filename}:{exc.lineno}") from None
 
     map_to_cpu = resolve_device(device) == "cpu"
-    recorder = _CallRecorder(filename, all_calls)
+    recorder = _CallRecorder(filename, all_calls, evaluate)
     session = frontend_session.Session(
         map_cuda_to_cpu=map_to_cpu, run_executes=False, calls=recorder
     )
