@@ -135,7 +135,7 @@ def test_a_reader_that_stops_early_is_not_a_failure():
 @pytest.mark.parametrize(("signal_number", "word"), [(2, "interrupted"), (15, "terminated")])
 def test_a_signal_to_the_parent_alone_stops_the_workers(tmp_path, signal_number, word):
     """``timeout -s INT`` and CI runners signal only the parent: it must not wait for workers."""
-    folder = _corpus(tmp_path, a_fine=GOOD, b_loops="while True:\n    pass\n")
+    folder = _corpus(tmp_path, a_fine=GOOD, b_loops="import nvfuser\nwhile True:\n    pass\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "fusecli", "run", str(folder), "--jobs", "2", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from fusecli.runtime.names import EXECUTOR_NAMES
+
 
 def check_tolerance(
     ctx: click.Context, param: click.Parameter, value: float | None
@@ -41,7 +43,7 @@ def check_writable(
 
 EXECUTION_OPTIONS = (
     click.option(
-        "--executor", type=click.Choice(["auto", "aten", "cupy"]), default="auto",
+        "--executor", type=click.Choice(EXECUTOR_NAMES), default="auto",
         show_default=True,
         help="How segments execute: generated CUDA kernels (cupy) or ATen; auto picks cupy "
         "where a GPU and CuPy are present.",

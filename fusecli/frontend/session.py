@@ -12,6 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fusecli.reference import run_reference
+from fusecli.runtime.segmented import run_fusion
+
 if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
 
@@ -68,14 +71,11 @@ def definition_finished(fd: FusionDefinition) -> None:
 
 
 def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
-    from fusecli.runtime.segmented import run_fusion
-
     call = ExecuteCall(fd, list(inputs))
-    _current.calls.append(call)
+    _current.calls.append(call)  # a listener may answer the call itself (call.outputs)
     if not _current.run_executes:
-        from fusecli.reference import run_reference
-
-        call.outputs = run_reference(fd.fusion, list(inputs)).outputs
+        if call.outputs is None:
+            call.outputs = run_reference(fd.fusion, list(inputs)).outputs
         return call.outputs
     _, run = run_fusion(
         fd.fusion, list(inputs), rules=_current.rules, executor=_current.executor, device=device

@@ -1,36 +1,32 @@
-"""Executing fusions: bind inputs, run exprs on an executor, return outputs as nvFuser does.
+"""Executing fusions: bind inputs, run segments on executors, return outputs as nvFuser does.
 
-``execute_fusion`` runs a whole fusion (what ``fd.execute`` calls); ``run_exprs`` runs a subset
-of its exprs, as the segmenter does per segment, in a shared ``ExecutionContext``. Executors:
-``aten`` (eager torch, also the GPU fallback) and ``auto`` (aten until the CuPy executor exists).
+``execute_fusion`` runs a whole fusion; ``run_exprs`` runs a subset of its exprs in a shared
+``ExecutionContext``; ``segmented.run_fusion`` segments and runs (what ``fd.execute`` calls).
+Executors implement ``executor.Executor`` and are found by name in ``registry`` (``aten``:
+eager torch, also every fallback; ``cupy``: generated kernels; ``auto``: cupy where usable).
+
+Exports load their module on first use, so that ``runtime.names`` (what the CLI's ``--help``
+lists) is importable without torch.
 """
 
-from fusecli.runtime.aten import ATEN_OPS, AtenExecutor
-from fusecli.runtime.bind import Bindings, bind_inputs
-from fusecli.runtime.context import ExecutionContext
-from fusecli.runtime.execute import (
-    Executor,
-    execute_fusion,
-    execution_device,
-    executor_names,
-    get_executor,
-    run_exprs,
-)
-from fusecli.runtime.faults import FaultInjectionWarning, corrupt, injected_faults
+from __future__ import annotations
 
-__all__ = [
-    "ATEN_OPS",
-    "AtenExecutor",
-    "Bindings",
-    "ExecutionContext",
-    "Executor",
-    "FaultInjectionWarning",
-    "bind_inputs",
-    "corrupt",
-    "execute_fusion",
-    "execution_device",
-    "executor_names",
-    "get_executor",
-    "injected_faults",
-    "run_exprs",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ATEN_OPS": "aten", "AtenExecutor": "aten", "Bindings": "bind", "bind_inputs": "bind",
+    "ExecutionContext": "context", "Executor": "executor", "FaultInjectionWarning": "faults",
+    "corrupt": "faults", "injected_faults": "faults", "execute_fusion": "execute",
+    "execution_device": "devices", "executor_names": "execute", "get_executor": "execute",
+    "run_exprs": "execute",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'fusecli.runtime' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"fusecli.runtime.{_EXPORTS[name]}"), name)
+
+
+__all__ = sorted(_EXPORTS)

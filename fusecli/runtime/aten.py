@@ -34,6 +34,7 @@ from fusecli.runtime.context import (
     value_of,
 )
 from fusecli.runtime.faults import corrupt
+from fusecli.segment.result import Segment
 
 ATEN_OPS: dict[OpType, AtenFn] = {**ELEMENTWISE_OPS, **SHAPE_OPS, **REDUCTION_OPS, **OTHER_OPS}
 # Ops without an ATen entry, each with why (tests/test_op_tables.py checks the coverage): none.
@@ -41,9 +42,10 @@ UNSUPPORTED: frozenset[OpType] = frozenset()
 
 
 class AtenExecutor:
-    """Runs exprs in order through ``ops`` (default ``ATEN_OPS``)."""
+    """Runs exprs in order through ``ops`` (default ``ATEN_OPS``); every op, every segment."""
 
     name = "aten"
+    injects_faults = True  # computes FUSECLI_INJECT_FAULT's ops wrongly, expr by expr
 
     def __init__(self, ops: Mapping[OpType, AtenFn] | None = None) -> None:
         self.ops: dict[OpType, AtenFn] = dict(ATEN_OPS if ops is None else ops)
@@ -54,6 +56,13 @@ class AtenExecutor:
         """Evaluate ``exprs`` in order, reading operands from ``env`` and writing outputs to it."""
         for expr in exprs:
             self.run_expr(expr, env, ctx)
+
+    def attempt(
+        self, segment: Segment, env: MutableMapping[int, object], ctx: ExecutionContext
+    ) -> str | None:
+        """The executor protocol's step: ATen runs any segment."""
+        self.run_exprs(segment.exprs, env, ctx)
+        return None
 
     def run_expr(self, expr: Expr, env: MutableMapping[int, object], ctx: ExecutionContext) -> None:
         where = f"{self.name}: expr {ctx.position(expr)} ({expr.op.value})"

@@ -1,52 +1,37 @@
-"""Running a fusion, or a subset of its exprs, on a named executor.
+"""Running a whole fusion, or a subset of its exprs, on a named executor.
 
-``execute_fusion`` is what ``fd.execute`` calls: bind and check the inputs, build the
-execution context from the whole fusion, run every expr, and return the outputs as nvFuser does.
-``run_exprs`` runs a subset (a segment) in an environment that already holds its inputs.
+``execute_fusion`` runs a fusion on ``inputs``: on the ATen executor, expr by expr without
+segmenting (the plain evaluation other stages compare against); on any other executor,
+segmented as ``fd.execute`` runs it (``runtime.segmented``). ``run_exprs`` runs a subset (a
+segment) in an environment that already holds its inputs. Executor names come from the one
+registry (``runtime.registry``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, MutableMapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
-from fusecli.errors import InputError
 from fusecli.ir.nodes import Expr, Fusion
 from fusecli.runtime.aten import AtenExecutor
-from fusecli.runtime.bind import Bindings, bind_inputs
+from fusecli.runtime.bind import bind_inputs
 from fusecli.runtime.context import ExecutionContext, check_available
+from fusecli.runtime.devices import execution_device
+from fusecli.runtime.names import EXECUTOR_NAMES
 from fusecli.runtime.outputs import collect_outputs
-
-
-class Executor(Protocol):
-    """Evaluates exprs in order, reading operands from ``env`` and writing outputs into it."""
-
-    name: str
-
-    def run_exprs(
-        self, exprs: Iterable[Expr], env: MutableMapping[int, object], ctx: ExecutionContext
-    ) -> None: ...
-
-
-# Executors of expr lists. The generated-kernel executor (cupy) runs whole segments instead:
-# see fusecli.runtime.segmented, which execute_fusion hands such a request to.
-_EXECUTORS: dict[str, type] = {"aten": AtenExecutor, "auto": AtenExecutor}
-_SEGMENT_EXECUTORS = ("cupy",)
+from fusecli.runtime.registry import executor_named
+from fusecli.runtime.segmented import run_fusion
 
 
 def executor_names() -> list[str]:
-    return sorted({*_EXECUTORS, *_SEGMENT_EXECUTORS})
+    return sorted(EXECUTOR_NAMES)
 
 
-def get_executor(name: str) -> Executor:
-    """The expr-list executor called ``name``: InputError if unknown or segment-only."""
-    if name in _EXECUTORS:
-        return _EXECUTORS[name]()
-    if name in _SEGMENT_EXECUTORS:
-        raise InputError(f"the {name} executor runs whole segments, not expr lists")
-    raise InputError(f"unknown executor {name!r}; choose one of: {', '.join(executor_names())}")
+def get_executor(name: str) -> Any:
+    """The executor registered as ``name`` (``auto`` resolved); InputError if unknown."""
+    return executor_named(name)
 
 
 def execute_fusion(
@@ -62,11 +47,9 @@ def execute_fusion(
     ``device`` matters only without tensor inputs (creation ops allocate there); it defaults to
     the first GPU, or the CPU without one. ``seed`` seeds unseeded random ops.
     """
-    if executor in _SEGMENT_EXECUTORS:
-        from fusecli.runtime.segmented import run_fusion
-
+    runner = executor_named(executor)
+    if not isinstance(runner, AtenExecutor):
         return run_fusion(fusion, inputs, executor=executor, seed=seed, device=device)[1].outputs
-    runner = get_executor(executor)
     bindings = bind_inputs(fusion, inputs)
     ctx = ExecutionContext.for_fusion(
         fusion, device=execution_device(bindings, device), seed=seed, extents=bindings.extents
@@ -81,23 +64,16 @@ def run_exprs(
     exprs: Iterable[Expr],
     env: MutableMapping[int, object],
     ctx: ExecutionContext,
-    executor: str | Executor = "aten",
+    executor: str | AtenExecutor = "aten",
 ) -> None:
-    """Run a subset of ``fusion``'s exprs (in order) on ``executor``, updating ``env``.
+    """Run a subset of ``fusion``'s exprs (in order) on the ATen executor, updating ``env``.
 
     ``env`` must hold every value the subset reads and does not compute (PipelineError
     otherwise, naming the value and where it comes from).
     """
-    runner = get_executor(executor) if isinstance(executor, str) else executor
+    runner = executor_named(executor) if isinstance(executor, str) else executor
+    if not isinstance(runner, AtenExecutor):
+        raise TypeError(f"the {runner.name} executor runs whole segments, not expr lists")
     exprs = list(exprs)
     check_available(exprs, env, fusion)
     runner.run_exprs(exprs, env, ctx)
-
-
-def execution_device(bindings: Bindings, device: Any = None) -> torch.device:
-    """The inputs' device; else ``device`` (an int is a CUDA ordinal); else cuda:0 or the CPU."""
-    if bindings.device is not None:
-        return torch.device(bindings.device)
-    if device is not None:
-        return torch.device(f"cuda:{device}" if isinstance(device, int) else device)
-    return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")

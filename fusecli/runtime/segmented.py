@@ -14,15 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusecli.errors import InputError, PipelineError
-from fusecli.ir.nodes import Expr, TensorView, Vector
-from fusecli.runtime.aten import AtenExecutor
+from fusecli.errors import PipelineError
+from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
 from fusecli.runtime.bind import bind_inputs
 from fusecli.runtime.context import ExecutionContext
-from fusecli.runtime.execute import execution_device
+from fusecli.runtime.devices import execution_device
+from fusecli.runtime.executor import run_segment
 from fusecli.runtime.outputs import collect_outputs
-
-EXECUTORS = ("auto", "aten", "cupy")
+from fusecli.runtime.registry import executor_named, fallback_executor
+from fusecli.segment.result import Segment, SegmentedFusion
+from fusecli.segment.segmenter import segment_fusion
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +33,7 @@ class SegmentRun:
     executor: str
     exprs: tuple[str, ...]
     seconds: float
-    fallback: str | None = None  # why the generated-kernel executor did not run it
+    fallback: str | None = None  # why the executor asked for did not run it
 
 
 @dataclass(slots=True)
@@ -41,39 +42,12 @@ class SegmentedRun:
     segments: list[SegmentRun] = field(default_factory=list)
 
 
-_KERNEL_EXECUTORS: dict[bool, Any] = {}  # strict -> CupyExecutor: its kernel cache is shared
-
-
-def kernel_executor(name: str, strict: bool = False) -> Any | None:
-    """The CuPy executor ``name`` asks for: None for aten, or for auto without GPU and CuPy.
-
-    ``cupy`` without them raises MissingEnvironmentError (exit 4).
-    """
-    if name not in EXECUTORS:
-        raise InputError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
-    if name == "aten":
-        return None
-    try:
-        from fusecli.runtime.cupy_executor import CupyExecutor, cupy_available
-    except ImportError as error:
-        if name == "cupy":
-            from fusecli.errors import MissingEnvironmentError
-
-            raise MissingEnvironmentError(f"the cupy executor is not available: {error}") from None
-        return None
-    if name == "auto" and cupy_available() is not None:
-        return None
-    if strict not in _KERNEL_EXECUTORS:
-        _KERNEL_EXECUTORS[strict] = CupyExecutor(strict=strict)
-    return _KERNEL_EXECUTORS[strict]
-
-
 class SegmentRunner:
     """One execution of a segmented fusion: bound inputs, an environment, segments run so far."""
 
     def __init__(
         self,
-        segmented: Any,
+        segmented: SegmentedFusion,
         inputs: Sequence[Any],
         *,
         executor: str = "auto",
@@ -89,8 +63,9 @@ class SegmentRunner:
                 + "; ".join(f"{v.scheduler}: {v.reason}" for v in failure.verdicts)
             )
         self.fusion = segmented.fusion
-        self.kernels = kernel_executor(executor, strict)
-        self.aten = AtenExecutor()
+        self.executor = executor_named(executor)
+        self.aten = fallback_executor()
+        self.strict = strict
         self.bindings = bind_inputs(self.fusion, inputs)
         self.ctx = ExecutionContext.for_fusion(
             self.fusion, device=execution_device(self.bindings, device), seed=seed,
@@ -99,18 +74,19 @@ class SegmentRunner:
         self.env: dict[int, object] = dict(self.bindings.values)
         self.scalars = _ScalarQueue(self.fusion.exprs, self.aten, self.env, self.ctx)
 
-    def run(self, segment: Any) -> SegmentRun:
+    def run(self, segment: Segment) -> SegmentRun:
         self.scalars.run_ready()
         started = time.perf_counter()
         exprs = self.scalars.with_scalars(segment.exprs)
-        executor, fallback = "aten", None
-        if self.kernels is not None and len(exprs) == len(segment.exprs):
-            outcome = self.kernels.run_segment(segment, self.env, self.ctx)
+        if len(exprs) == len(segment.exprs):
+            outcome = run_segment(self.executor, segment, self.env, self.ctx,
+                                  fallback=self.aten, strict=self.strict)
             executor, fallback = outcome.executor, outcome.fallback
-        else:
-            if self.kernels is not None:
-                fallback = "the segment reads sizes of tensors it computes itself"
+        else:  # scalar exprs join the segment: only ATen runs such a mixed expr list
             self.aten.run_exprs(exprs, self.env, self.ctx)
+            executor = self.aten.name
+            fallback = (None if self.executor is self.aten
+                        else "the segment reads sizes of tensors it computes itself")
         return SegmentRun(
             segment.id, segment.scheduler, executor, tuple(e.op.value for e in segment.exprs),
             time.perf_counter() - started, fallback,
@@ -122,7 +98,7 @@ class SegmentRunner:
 
 
 def execute_segmented(
-    segmented: Any,
+    segmented: SegmentedFusion,
     inputs: Sequence[Any],
     *,
     executor: str = "auto",
@@ -193,7 +169,7 @@ def _operands(expr: Expr) -> list[Any]:
 
 
 def run_fusion(
-    fusion: Any,
+    fusion: Fusion,
     inputs: Sequence[Any],
     *,
     rules: str = "nvfuser",
@@ -201,10 +177,8 @@ def run_fusion(
     seed: int = 0,
     device: Any = None,
     strict: bool = False,
-) -> tuple[Any, SegmentedRun]:
+) -> tuple[SegmentedFusion, SegmentedRun]:
     """Segment ``fusion`` for ``inputs`` and run it: what ``fd.execute`` and ``fusecli run`` do."""
-    from fusecli.segment.segmenter import segment_fusion
-
     segmented = segment_fusion(fusion, inputs, profile=rules)
     return segmented, execute_segmented(
         segmented, inputs, executor=executor, seed=seed, device=device, strict=strict

@@ -1,0 +1,236 @@
+"""Launching a generated kernel: its arguments, and the planned warm launch.
+
+``kernel_arguments`` gathers a kernel's parameter values (input tensors, packed scalars, the
+values random ops draw on the host) and allocates its outputs with torch. ``Launch`` is one
+kernel's warm launch, planned once per (segment, input layout): a parameter buffer the driver
+reads, filled per call, and cuLaunchKernel on torch's current stream.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from fusecli.codegen import ArgKind, Kernel
+from fusecli.errors import PipelineError
+from fusecli.ir import dtype as dt
+from fusecli.runtime.aten import ATEN_OPS
+from fusecli.runtime.context import ExecutionContext, MissingValueError, value_of
+
+if TYPE_CHECKING:
+    from fusecli.segment.result import Segment
+
+# How a kernel parameter of each register type is passed: CuPy copies exactly the size of the
+# Python or numpy value, so single floats must be float32 (a Python float is a double).
+_PACK: dict[str, Any] = {
+    "float": np.float32,
+    "double": float,
+    "long long": int,
+    "int": np.int32,
+    "unsigned long long": np.uint64,
+    "bool": np.bool_,
+}
+
+
+class KernelLaunchError(PipelineError):
+    """A generated kernel failed to launch or to run (exit code 3)."""
+
+
+def launch_error(segment: Segment, kernel: Kernel, error: Exception) -> KernelLaunchError:
+    """The error naming the segment and kernel whose launch raised ``error``."""
+    return KernelLaunchError(
+        f"segment {segment.id} ({segment.scheduler}): kernel {kernel.name} failed: "
+        f"{type(error).__name__}: {error}"
+    )
+
+
+@dataclass(slots=True)
+class Prepared:
+    kernel: Kernel
+    function: Any
+    launch: Launch | None = None  # the warm path; None where _launch is replaced (tests)
+
+
+# ctypes type of each scalar parameter's register type, for writing it into a launch buffer
+_SLOT_TYPES: dict[str, Any] = {
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "long long": ctypes.c_longlong,
+    "int": ctypes.c_int32,
+    "unsigned long long": ctypes.c_uint64,
+    "bool": ctypes.c_bool,
+}
+
+
+class Launch:
+    """One kernel's warm launch, planned once per (segment, input layout).
+
+    The kernel's parameters live in one buffer of 8-byte slots, with the array of their
+    addresses that cuLaunchKernel reads (it copies each parameter's size from its slot). Per
+    launch: input pointers and scalars are written into their slots, outputs are allocated and
+    theirs written too, and the driver is called on torch's current stream. A lock keeps two
+    threads from filling one buffer at once.
+    """
+
+    __slots__ = ("kernel", "device", "index", "function", "address", "grid", "block", "shared",
+                 "slots", "pointers", "params", "inputs", "outputs", "others", "lock", "direct")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.direct: str | None = None  # why the driver's launch failed, once it has
+
+    @classmethod
+    def plan(cls, segment: Segment, prepared: Prepared, device: torch.device) -> Launch | None:
+        """The plan, or None where the function is not a CuPy function (no driver pointer)."""
+        kernel = prepared.kernel
+        address = getattr(prepared.function, "ptr", None)
+        if not isinstance(address, int):
+            return None
+        positions = {value.uid: number for number, value in enumerate(segment.inputs)}
+        launch = cls()
+        launch.kernel = kernel
+        launch.device = device
+        launch.index = device.index if device.index is not None else torch.cuda.current_device()
+        launch.function = prepared.function
+        launch.address = address
+        launch.grid, launch.block, launch.shared = kernel.grid, kernel.block, kernel.shared_mem
+        count = max(1, len(kernel.args))
+        launch.slots = (ctypes.c_uint64 * count)()
+        base = ctypes.addressof(launch.slots)
+        launch.pointers = (ctypes.c_void_p * count)(*(base + 8 * n for n in range(count)))
+        launch.params = ctypes.addressof(launch.pointers)
+        launch.inputs, launch.outputs, launch.others = [], [], []
+        for slot, param in enumerate(kernel.args):
+            if param.kind is ArgKind.INPUT:
+                if param.value.uid not in positions:
+                    return None
+                launch.inputs.append((slot, positions[param.value.uid]))
+            elif param.kind is ArgKind.OUTPUT:
+                launch.outputs.append((slot, param.value.uid, param.shape,
+                                       dt.to_torch(param.dtype)))
+            else:
+                typed = (None if param.kind is ArgKind.HOST_VALUE
+                         else _SLOT_TYPES[param.ctype].from_buffer(launch.slots, 8 * slot))
+                launch.others.append((slot, param, typed))
+        return launch
+
+    def __call__(self, segment: Segment, inputs: list[Any], env: MutableMapping[int, object],
+                 ctx: ExecutionContext, executor: Any) -> dict[int, torch.Tensor]:
+        device, slots = self.device, self.slots
+        outputs: dict[int, torch.Tensor] = {}
+        keep = []  # host-drawn values: alive until the launch is queued
+        with self.lock:
+            for slot, position in self.inputs:
+                slots[slot] = inputs[position].data_ptr()
+            for slot, uid, shape, dtype in self.outputs:
+                tensor = torch.empty(shape, dtype=dtype, device=device)
+                if executor.poison:
+                    poison_tensor(tensor)
+                outputs[uid] = tensor
+                slots[slot] = tensor.data_ptr()
+            for slot, param, typed in self.others:
+                if typed is None:
+                    values = _host_values(param, env, ctx, device)
+                    keep.append(values)
+                    slots[slot] = values.data_ptr()
+                else:
+                    source = env[param.value.uid] if param.kind is ArgKind.HOST_SCALAR else (
+                        value_of(param.value, env))
+                    number = source.item() if isinstance(source, torch.Tensor) else source
+                    typed.value = _PACK[param.ctype](number)
+            stream = torch._C._cuda_getCurrentRawStream(self.index)
+            try:
+                self._enqueue(stream)
+            except Exception as error:  # CuPy's CUDADriverError
+                raise launch_error(segment, self.kernel, error) from error
+        if executor.synchronize:
+            executor._wait(segment, self.kernel, device)
+        return outputs
+
+    def _enqueue(self, stream: int) -> None:
+        grid, block = self.grid, self.block
+        if self.direct is None:
+            try:
+                _driver().launchKernel(self.address, grid[0], grid[1], grid[2], block[0],
+                                       block[1], block[2], self.shared, stream, self.params, 0)
+                return
+            except Exception as error:
+                # No current CUDA context on this thread, say: CuPy's own launch makes one
+                # current. A launch the kernel itself refuses fails there again, and says so.
+                self.direct = f"{type(error).__name__}: {error}"
+        # Each slot goes as 8 bytes, of which the driver copies the parameter's size.
+        arguments = tuple(int(value) for value in self.slots)
+        self.function(grid, block, arguments, shared_mem=self.shared, stream=Stream(stream))
+
+
+@cache
+def _driver() -> Any:
+    from cupy.cuda import driver
+
+    return driver
+
+
+class Stream:
+    """What CuPy's launch reads from a stream: its ``ptr`` (torch's current stream here)."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, pointer: int) -> None:
+        self.ptr = pointer
+
+
+def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: ExecutionContext,
+                     device: torch.device, poison: bool = False,
+                     ) -> tuple[list[Any], dict[int, torch.Tensor]]:
+    """The values of ``kernel``'s parameters (tensors, packed numbers) and its new outputs,
+    filled with NaN (all ones for integers) when ``poison``."""
+    values: list[Any] = []
+    outputs: dict[int, torch.Tensor] = {}
+    for param in kernel.args:
+        if param.kind is ArgKind.INPUT:
+            values.append(env[param.value.uid])
+        elif param.kind is ArgKind.OUTPUT:
+            tensor = torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device)
+            if poison:
+                poison_tensor(tensor)
+            outputs[param.value.uid] = tensor
+            values.append(tensor)
+        elif param.kind is ArgKind.HOST_VALUE:
+            values.append(_host_values(param, env, ctx, device))
+        else:
+            source = env[param.value.uid] if param.kind is ArgKind.HOST_SCALAR else (
+                value_of(param.value, env))
+            number = source.item() if isinstance(source, torch.Tensor) else source
+            values.append(_PACK[param.ctype](number))
+    return values, outputs
+
+
+def poison_tensor(tensor: torch.Tensor) -> None:
+    """NaN for floating types, every bit set otherwise (True for bool, -1 for signed ints)."""
+    if tensor.is_floating_point():
+        tensor.fill_(float("nan"))
+    else:
+        tensor.view(-1).view(torch.uint8).fill_(1 if tensor.dtype is torch.bool else 0xFF)
+
+
+def _host_values(param: Any, env: MutableMapping[int, object], ctx: ExecutionContext,
+                 device: torch.device) -> torch.Tensor:
+    """A random op's values from fusecli's stream (what ATen and the reference draw)."""
+    expr = param.expr
+    args = []
+    for value in expr.inputs:
+        try:
+            args.append(value_of(value, env))
+        except MissingValueError:  # rand_like of a value of this segment: only its shape counts
+            args.append(torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device))
+    (values,) = ATEN_OPS[expr.op](expr, args, ctx)
+    return values.to(device=device, dtype=dt.to_torch(param.dtype)).contiguous()
+
+
