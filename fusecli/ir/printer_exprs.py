@@ -14,84 +14,34 @@ print under their fusecli name in the closest nvFuser layout, or as
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
-from fusecli.ir.nodes import Expr, TensorView
+from fusecli.ir.nodes import Expr
 from fusecli.ir.optype import OpKind, OpType
+from fusecli.ir.printer_casts import cast_function
+from fusecli.ir.printer_layout import (
+    ExprPrinter,
+    _assign,
+    _call,
+    _flags,
+    _generic,
+    _is_tensor_op,
+    _one_line,
+    _two_lines,
+)
+from fusecli.ir.printer_reductions import (
+    _argsort,
+    _cumsum,
+    _reduction,
+    _topk,
+    _welford,
+)
 
 if TYPE_CHECKING:
     from fusecli.ir.printer import ValuePrinter
 
-ExprPrinter = Callable[[Expr, "ValuePrinter"], str]
-
-
-# ---------------------------------------------------------------------------------------------
-# Layouts
-# ---------------------------------------------------------------------------------------------
-
-
-def _is_tensor_op(expr: Expr) -> bool:
-    return any(isinstance(out, TensorView) for out in expr.outputs)
-
-
-def _two_lines(expr: Expr, values: ValuePrinter, rhs: str) -> str:
-    """``T1...`` then ``   = rhs`` on the next line: how nvFuser prints most tensor ops."""
-    return f"{values.value(expr.output)}\n   = {rhs}\n"
-
-
-def _one_line(expr: Expr, values: ValuePrinter, rhs: str) -> str:
-    return f"{values.value(expr.output)} = {rhs}\n"
-
-
-def _assign(expr: Expr, values: ValuePrinter, rhs: str) -> str:
-    return (_two_lines if _is_tensor_op(expr) else _one_line)(expr, values, rhs)
-
-
-def _call(name: str, args: Sequence[str], tensor_op: bool) -> str:
-    """``name(a, b)``; a tensor op starts each further argument on a new line (``\\n  , b``)."""
-    separator = "\n  , " if tensor_op else ", "
-    return f"{name}({separator.join(args)})"
-
-
-def _output_tuple(expr: Expr, values: ValuePrinter) -> str:
-    return "( " + ", ".join(values.value(v) for v in expr.outputs) + " )"
-
-
-def _bool(flag: object) -> str:
-    return "true" if flag else "false"
-
-
-def _python_bool(flag: object) -> str:
-    # argsort and topk print their flags as Python spells them.
-    return "True" if flag else "False"
-
-
-def _flags(flags: Sequence[bool]) -> str:
-    return "{" + ", ".join(_bool(f) for f in flags) + "}"
-
-
-def _attr_str(value: object) -> str:
-    if isinstance(value, bool):
-        return _bool(value)
-    if isinstance(value, DataType):
-        return dt.ir_name(value)
-    if isinstance(value, tuple | list):
-        return "{" + ", ".join(_attr_str(v) for v in value) + "}"
-    return str(value)
-
-
-def _generic(expr: Expr, values: ValuePrinter) -> str:
-    """``= op( inputs..., attr = value )`` for ops nvFuser has no single expr for."""
-    args = [values.value(v) for v in expr.inputs]
-    args += [f"{name} = {_attr_str(value)}" for name, value in expr.attrs.items()]
-    call = f"{expr.op.value}( {', '.join(args)} )"
-    if len(expr.outputs) > 1:
-        return f"{_output_tuple(expr, values)} = {call}\n"
-    return _assign(expr, values, call)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,46 +107,6 @@ def _function(expr: Expr, values: ValuePrinter) -> str:
     return _assign(expr, values, _call(expr.op.value, args, _is_tensor_op(expr)) + ";")
 
 
-# Short names in nvFuser's cast functions: __to_<name>, and __<narrow>2<name> (type.cpp).
-_TO_NAMES = {
-    DataType.Float: "float", DataType.Double: "double", DataType.Int32: "int32",
-    DataType.Int: "int64", DataType.UInt64: "uint64", DataType.Bool: "bool",
-    DataType.ComplexFloat: "complex_float", DataType.ComplexDouble: "complex_double",
-}
-_NARROW_NAMES = {
-    DataType.Half: "half", DataType.BFloat16: "bfloat", DataType.Float8_e4m3fn: "e4m3",
-    DataType.Float8_e5m2: "e5m2", DataType.Float8_e8m0fnu: "e8m0", DataType.Float4_e2m1fn: "e2m1",
-}
-# What half and bfloat16 call the types they convert to (``__half2int``, ``__bfloat2uint``).
-_FROM_HALF_NAMES = {**_TO_NAMES, DataType.Int: "int", DataType.UInt64: "uint", **_NARROW_NAMES}
-_WIDE_FLOATS = {DataType.Float: "float", DataType.Double: "double"}
-_FLOATS_FROM_FP8 = frozenset({DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16})
-
-
-def cast_function(source: DataType, target: DataType) -> str:
-    """nvFuser's ``cast_func_str``: ``__bfloat2float``, ``__to_double``, ``__int2half``..."""
-    if source in (DataType.Half, DataType.BFloat16) and target in _FROM_HALF_NAMES:
-        return f"__{_NARROW_NAMES[source]}2{_FROM_HALF_NAMES[target]}"
-    if source in _NARROW_NAMES and target in _FLOATS_FROM_FP8:
-        return f"__{_NARROW_NAMES[source]}2{_FROM_HALF_NAMES[target]}"
-    if target in _NARROW_NAMES and source not in _NARROW_NAMES:
-        if source in _WIDE_FLOATS:
-            return f"__{_WIDE_FLOATS[source]}2{_NARROW_NAMES[target]}"
-        if target in (DataType.Half, DataType.BFloat16):
-            if dt.is_integral(source):
-                return f"__int2{_NARROW_NAMES[target]}"
-            if source is DataType.Bool:
-                return f"__bool2{_NARROW_NAMES[target]}"
-            if dt.is_complex(source):
-                return f"__real_then_2{_NARROW_NAMES[target]}"
-    if target in _TO_NAMES and source not in _NARROW_NAMES:
-        if dt.is_complex(source) and not dt.is_complex(target):
-            return f"__real_then_to_{_TO_NAMES[target]}"
-        return f"__to_{_TO_NAMES[target]}"
-    # A cast nvFuser does not support (fp8 to int...): still say where it goes.
-    return f"__to_{_TO_NAMES.get(target) or _NARROW_NAMES.get(target) or dt.ir_name(target)}"
-
-
 def _cast(expr: Expr, values: ValuePrinter) -> str:
     operand = expr.inputs[0]
     function = cast_function(operand.dtype, expr.output.dtype)
@@ -204,78 +114,6 @@ def _cast(expr: Expr, values: ValuePrinter) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reductions and friends
-# ---------------------------------------------------------------------------------------------
-
-_REDUCTION_OPS = {OpType.sum: "add", OpType.prod: "mul", OpType.max: "fmax", OpType.min: "fmin"}
-
-
-def _extreme(dtype: DataType, highest: bool) -> bool | int | float:
-    """The lowest or highest value of ``dtype``: where max and min reductions start."""
-    if dtype is DataType.Bool:
-        return highest
-    if dt.is_integral(dtype):
-        bits = dt.info(dtype).bits
-        if dtype is DataType.UInt64:
-            return 2**bits - 1 if highest else 0
-        return 2 ** (bits - 1) - 1 if highest else -(2 ** (bits - 1))
-    return math.inf if highest else -math.inf
-
-
-def _reduction_init(op: OpType, dtype: DataType) -> bool | int | float:
-    if op is OpType.sum:
-        return 0
-    if op is OpType.prod:
-        return 1
-    return _extreme(dtype, highest=op is OpType.min)
-
-
-def _reduction(expr: Expr, values: ValuePrinter) -> str:
-    arg = expr.inputs[0]
-    init = values.constant(_reduction_init(expr.op, arg.dtype), arg.dtype)
-    return _two_lines(
-        expr, values,
-        f"reduction( {values.value(arg)}, op = {_REDUCTION_OPS[expr.op]}, "
-        f"initial value = {init}, allreduce = false )",
-    )
-
-
-def _welford(expr: Expr, values: ValuePrinter) -> str:
-    avg, var_sum, count = (values.value(v) for v in expr.outputs)
-    return (
-        f"{avg}(Avg),\n{var_sum}(Var),\n{count}(Count)\n"
-        f" = Welford ( {values.value(expr.inputs[0])}(Avg), \n  allreduce = false )\n"
-    )
-
-
-def _cumsum(expr: Expr, values: ValuePrinter) -> str:
-    arg = expr.inputs[0]
-    return (
-        f"{values.value(expr.output)}\n"
-        f"   = scan({values.value(arg)},\n"
-        f"          dim={expr.attr('dim')},\n"
-        f"          op_type=add,\n"
-        f"          init={values.constant(0, arg.dtype)})\n"
-    )
-
-
-def _argsort(expr: Expr, values: ValuePrinter) -> str:
-    return _one_line(
-        expr, values,
-        f"argsort( {values.value(expr.inputs[0])}, dim = {expr.attr('dim')}, "
-        f"descending = {_python_bool(expr.attr('descending'))}, "
-        f"stable = {_python_bool(expr.attr('stable'))} )",
-    )
-
-
-def _topk(expr: Expr, values: ValuePrinter) -> str:
-    arg, k = (values.value(v) for v in expr.inputs)
-    return (
-        f"{_output_tuple(expr, values)} = topk( {arg}, {k}, dim = {expr.attr('dim')}, "
-        f"largest = {_python_bool(expr.attr('largest'))}, "
-        f"sorted = {_python_bool(expr.attr('sorted'))} )\n"
-    )
-
 
 # ---------------------------------------------------------------------------------------------
 # Shape ops and copies
