@@ -1,8 +1,10 @@
 """Each backend's op table covers every OpType, or says which ops it leaves out and why.
 
 The reference and the ATen executor each keep one table keyed by ``OpType``, assembled from
-per-concept tables, next to an ``UNSUPPORTED`` frozenset. A new op without an entry fails here,
-naming the op, instead of failing at import or in the middle of a run.
+per-concept tables, next to an ``UNSUPPORTED`` frozenset; the CUDA generators render through
+``render.C_OPS`` and the emitter's handlers, next to ``codegen.support.UNSUPPORTED`` (with the
+reason the CuPy executor reports). A new op without an entry fails here, naming the op, instead
+of failing at import or in the middle of a run.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Mapping
 import pytest
 import torch
 
+from fusecli.codegen import support as cuda_support
+from fusecli.codegen.render import C_OPS
 from fusecli.ir.optype import OpType
 from fusecli.reference import context as reference_context
 from fusecli.reference import elementwise as reference_elementwise
@@ -74,6 +78,22 @@ def test_reference_leaves_out_only_the_ops_that_never_become_exprs() -> None:
 
 def test_aten_covers_every_op() -> None:
     assert aten.UNSUPPORTED == frozenset()
+
+
+def test_cuda_renders_every_op_or_says_why_not() -> None:
+    missing = [op.value for op in OpType
+               if not cuda_support.renders(op) and op not in cuda_support.UNSUPPORTED]
+    assert not missing, f"cuda: no entry for {missing}"
+
+
+def test_cuda_never_both_renders_and_declares_unsupported() -> None:
+    both = [op.value for op in cuda_support.UNSUPPORTED if cuda_support.renders(op)]
+    assert not both
+    assert all(reason for reason in cuda_support.UNSUPPORTED.values())
+
+
+def test_only_elementwise_ops_have_a_c_expression() -> None:
+    assert all(op.definition.is_elementwise for op in C_OPS)
 
 
 def _strides_that_matter(tensor: torch.Tensor) -> list[int]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from fusecli.codegen import support
 from fusecli.codegen.context import KernelContext, Sizes
 from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
 from fusecli.codegen.reduction import build_reduction
@@ -51,6 +52,9 @@ def generate(segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | 
     generator = GENERATORS.get(segment.scheduler)
     if generator is None:
         return Unsupported(f"no CUDA generator for the {segment.scheduler} scheduler")
+    unsupported = support.why_not(segment.exprs)
+    if unsupported is not None:
+        return Unsupported(unsupported)
     name = f"fusecli_{segment.scheduler}_s{segment.id}"
     try:
         ctx = KernelContext(segment, sizes, inputs)

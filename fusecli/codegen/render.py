@@ -2,8 +2,11 @@
 
 ``C_OPS`` maps an ``OpType`` to a function from the operands' C expressions and the compute
 dtype (that of operand 0: the IR has already cast operands to it) to the C expression of the
-result. Most entries are one line; the few that are not call a prelude helper. An op or dtype
-without an entry raises ``UnsupportedError`` naming both, and the segment falls back to ATen.
+result. Ops that are one CUDA math function take their entry from the ``cuda`` name of their
+record (``fusecli.ir.opdefs``); the others are written here, most in one line, the few that are
+not calling a prelude helper. An op or dtype without an entry raises ``UnsupportedError`` naming
+both, and the segment falls back to ATen; ``codegen.support.UNSUPPORTED`` lists the ops left out
+on purpose.
 """
 
 from __future__ import annotations
@@ -138,18 +141,8 @@ def _unsupported(op: str, dtype: DataType) -> str:
 
 
 C_OPS: dict[OpType, Render] = {
-    # unary math, computed in float or double (ints were cast by the IR)
-    **{
-        op: _math(op.value)
-        for op in (
-            OpType.acos, OpType.acosh, OpType.asin, OpType.asinh, OpType.atan, OpType.atanh,
-            OpType.cos, OpType.cosh, OpType.exp, OpType.exp2, OpType.expm1, OpType.erf,
-            OpType.erfc, OpType.erfinv, OpType.lgamma, OpType.log, OpType.log10,
-            OpType.log1p, OpType.log2, OpType.sin, OpType.sinh, OpType.sqrt, OpType.tan,
-            OpType.tanh, OpType.ceil, OpType.floor, OpType.trunc, OpType.rsqrt,
-        )
-    },
-    OpType.round: _math("rint", "round"),  # half to even
+    # ops that are one CUDA math function, named in their records (``expf``/``exp``)
+    **{op: _math(op.definition.cuda, op.value) for op in OpType if op.definition.cuda},
     OpType.erfcinv: _float_only("erfcinv", lambda x, one: f"erfinv{_f(one)}({one} - {x})"),
     OpType.reciprocal: _float_only("reciprocal", lambda x, one: f"({one} / {x})"),
     OpType.sigmoid: _float_only(
@@ -202,8 +195,6 @@ C_OPS: dict[OpType, Render] = {
         double=lambda a, b: f"remainder_({a}, {b})", int=lambda a, b: f"remainder_({a}, {b})",
     ),
     OpType.pow: _pow,
-    OpType.atan2: _math("atan2"),
-    OpType.nextafter: _math("nextafter"),
     OpType.minimum: _numeric("minimum", lambda a, b: f"minimum_({a}, {b})"),
     OpType.maximum: _numeric("maximum", lambda a, b: f"maximum_({a}, {b})"),
     OpType.eq: _numeric("eq", lambda a, b: f"({a} == {b})"),

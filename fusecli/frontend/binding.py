@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from fusecli.frontend.records import Record
 from fusecli.frontend.state import Scalar, State, Tensor
 from fusecli.ir.dtype import DataType
+from fusecli.ir.optype import OpType
 
 if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
@@ -38,6 +39,15 @@ def bind_args(
     if missing:
         raise TypeError(f"fd.ops.{op}() missing required argument(s): {', '.join(missing)}")
     return bound
+
+
+def bind_op(op: OpType, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Bind a call of ``fd.ops.<op>`` by the signature in its record."""
+    definition = op.definition
+    return bind_args(
+        definition.name, definition.params, args, kwargs,
+        defaults=dict(definition.defaults), aliases=dict(definition.aliases),
+    )
 
 
 def tensor_arg(op: str, value: object, name: str = "arg") -> Tensor:

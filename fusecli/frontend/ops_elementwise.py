@@ -7,7 +7,7 @@ from typing import Any
 
 from fusecli.frontend.binding import (
     OpsBase,
-    bind_args,
+    bind_op,
     dtype_arg,
     int_arg,
     operand_arg,
@@ -16,7 +16,7 @@ from fusecli.frontend.binding import (
 from fusecli.frontend.state import State, Tensor
 from fusecli.ir import ops_elementwise as ew
 from fusecli.ir import ops_shape as shp
-from fusecli.ir.optype import OpKind, OpType
+from fusecli.ir.optype import OpType
 
 
 class ElementwiseOps(OpsBase):
@@ -32,7 +32,7 @@ class ElementwiseOps(OpsBase):
         return self._finish(op.value, [result], [(None, s) for s in states])
 
     def cast(self, *args: Any, **kwargs: Any) -> State:
-        bound = bind_args("cast", ["arg", "dtype"], args, kwargs)
+        bound = bind_op(OpType.cast, args, kwargs)
         self._start("cast")
         arg = operand_arg("cast", bound["arg"])
         result = ew.cast(self._b, arg.val, dtype_arg("cast", bound["dtype"]))
@@ -43,7 +43,7 @@ class ElementwiseOps(OpsBase):
         return self._finish("cast", [result], [(None, arg), ("dtype", bound["dtype"])])
 
     def where(self, *args: Any, **kwargs: Any) -> State:
-        bound = bind_args("where", ["pred", "arg1", "arg2"], args, kwargs)
+        bound = bind_op(OpType.where, args, kwargs)
         return self._elementwise(OpType.where, bound["pred"], bound["arg1"], bound["arg2"])
 
     def set(self, arg: Tensor) -> Tensor:
@@ -58,7 +58,7 @@ class ElementwiseOps(OpsBase):
         return self._finish(op.value, [result], [(None, arg)])
 
     def stride_order(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("stride_order", ["arg", "stride_order"], args, kwargs)
+        bound = bind_op(OpType.stride_order, args, kwargs)
         self._start("stride_order")
         arg = tensor_arg("stride_order", bound["arg"])
         order = [int_arg("stride_order", v, "stride_order") for v in bound["stride_order"]]
@@ -66,10 +66,18 @@ class ElementwiseOps(OpsBase):
         return self._finish("stride_order", [result], [(None, arg), ("stride_order", order)])
 
 
-def _make_elementwise(op: OpType, arity: int) -> Callable[..., State]:
+# Keyword spellings accepted for the operands of any plain elementwise op, after the names in
+# its record: nvFuser binds them positionally, but repros write ``fd.ops.add(input=, other=)``.
+_OPERAND_ALIASES = ("arg", "arg1", "arg2", "arg3", "other", "input")
+
+
+def _make_elementwise(op: OpType) -> Callable[..., State]:
+    definition = op.definition
+    arity = definition.arity
+
     def method(self: ElementwiseOps, *args: Any, **kwargs: Any) -> State:
         if kwargs:
-            names = ["arg", "arg1", "arg2", "arg3", "other", "input"]
+            names = dict.fromkeys(definition.params + _OPERAND_ALIASES)
             args = args + tuple(kwargs.pop(n) for n in names if n in kwargs)
             if kwargs:
                 raise TypeError(f"fd.ops.{op.value}() got unexpected arguments {sorted(kwargs)}")
@@ -78,19 +86,14 @@ def _make_elementwise(op: OpType, arity: int) -> Callable[..., State]:
         return self._elementwise(op, *args)
 
     method.__name__ = op.value
-    method.__doc__ = f"nvFuser's fd.ops.{op.value} ({arity} operands)."
+    method.__doc__ = f"nvFuser's fd.ops.{op.value}({', '.join(definition.params)})."
+    if definition.doc:
+        method.__doc__ += f" {definition.doc[0].upper()}{definition.doc[1:]}."
     return method
 
 
-_ARITY = {OpKind.UNARY: 1, OpKind.BINARY: 2}
-_TERNARY_ARITY = {
-    OpType.lerp: 3, OpType.clamp: 3, OpType.threshold: 3, OpType.addcmul: 4,
-    OpType.add_alpha: 3, OpType.sub_alpha: 3,
-}
-
+# One method per elementwise record without a hand-written binding above (``where``).
 for _op in OpType:
-    if _op.kind in _ARITY:
-        setattr(ElementwiseOps, _op.value, _make_elementwise(_op, _ARITY[_op.kind]))
-    elif _op in _TERNARY_ARITY:
-        setattr(ElementwiseOps, _op.value, _make_elementwise(_op, _TERNARY_ARITY[_op]))
+    if _op.definition.is_elementwise and _op.value not in ElementwiseOps.__dict__:
+        setattr(ElementwiseOps, _op.value, _make_elementwise(_op))
 del _op

@@ -6,7 +6,7 @@ from typing import Any
 
 from fusecli.frontend.binding import (
     OpsBase,
-    bind_args,
+    bind_op,
     dtype_arg,
     int_arg,
     operand_arg,
@@ -25,7 +25,7 @@ class MiscOps(OpsBase):
     # -- indexing --------------------------------------------------------------------------
 
     def index_select(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("index_select", ["arg", "index", "dim"], args, kwargs)
+        bound = bind_op(OpType.index_select, args, kwargs)
         self._start("index_select")
         arg, index = tensor_arg("index_select", bound["arg"]), tensor_arg(
             "index_select", bound["index"], "index"
@@ -35,7 +35,7 @@ class MiscOps(OpsBase):
         return self._finish("index_select", [result], [(None, arg), (None, index), ("dim", dim)])
 
     def select(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("select", ["arg", "index", "dim"], args, kwargs)
+        bound = bind_op(OpType.select, args, kwargs)
         self._start("select")
         arg = tensor_arg("select", bound["arg"])
         index = bound["index"]
@@ -46,7 +46,7 @@ class MiscOps(OpsBase):
         return self._finish("select", [result], [(None, arg), (None, index), ("dim", dim)])
 
     def _gather(self, op: OpType, args: tuple, kwargs: dict) -> Tensor:
-        bound = bind_args(op.value, ["arg1", "index", "dim"], args, kwargs)
+        bound = bind_op(op, args, kwargs)
         self._start(op.value)
         arg = tensor_arg(op.value, bound["arg1"])
         index = tensor_arg(op.value, bound["index"], "index")
@@ -61,7 +61,7 @@ class MiscOps(OpsBase):
         return self._gather(OpType.take_along_axis, args, kwargs)
 
     def scatter(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("scatter", ["arg1", "index", "src", "dim"], args, kwargs)
+        bound = bind_op(OpType.scatter, args, kwargs)
         self._start("scatter")
         arg = tensor_arg("scatter", bound["arg1"])
         index = tensor_arg("scatter", bound["index"], "index")
@@ -73,11 +73,8 @@ class MiscOps(OpsBase):
         )
 
     def embedding_fwd(self, *args: Any, **kwargs: Any) -> Tensor:
-        names = ["input", "weight", "padding_idx", "max_norm", "norm_type",
-                 "scale_grad_by_freq", "sparse"]
-        bound = bind_args(
-            "embedding_fwd", names, args, kwargs, defaults={n: None for n in names[2:]}
-        )
+        names = OpType.embedding_fwd.definition.params
+        bound = bind_op(OpType.embedding_fwd, args, kwargs)
         self._start("embedding_fwd")
         indices = tensor_arg("embedding_fwd", bound["input"], "input")
         weight = tensor_arg("embedding_fwd", bound["weight"], "weight")
@@ -94,7 +91,7 @@ class MiscOps(OpsBase):
     # -- creation --------------------------------------------------------------------------
 
     def full(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("full", ["shape", "fill_value", "dtype"], args, kwargs)
+        bound = bind_op(OpType.full, args, kwargs)
         self._start("full")
         fill = operand_arg("full", bound["fill_value"])
         dtype = dtype_arg("full", bound["dtype"])
@@ -105,10 +102,7 @@ class MiscOps(OpsBase):
         )
 
     def iota(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args(
-            "iota", ["length", "start", "step", "dtype"], args, kwargs,
-            defaults={"start": None, "step": None, "dtype": DataType.Int},
-        )
+        bound = bind_op(OpType.iota, args, kwargs)
         self._start("iota")
         length = bound["length"]
         if not isinstance(length, Scalar):
@@ -124,11 +118,8 @@ class MiscOps(OpsBase):
         )
 
     def _random(self, op: OpType, args: tuple, kwargs: dict) -> Tensor:
-        first, second = ("minval", "maxval") if op is OpType.uniform else ("mean", "std")
-        bound = bind_args(
-            op.value, [first, second, "shape", "rng_seed", "rng_offset", "dtype"], args, kwargs,
-            defaults={"rng_seed": None, "rng_offset": None, "dtype": DataType.Float},
-        )
+        first, second = op.definition.params[:2]
+        bound = bind_op(op, args, kwargs)
         self._start(op.value)
         low, high = operand_arg(op.value, bound[first]), operand_arg(op.value, bound[second])
         shape, printed = self._fd._inline_vector(bound["shape"], op.value)
@@ -152,10 +143,7 @@ class MiscOps(OpsBase):
         return self._random(OpType.normal, args, kwargs)
 
     def _random_like(self, op: OpType, args: tuple, kwargs: dict) -> Tensor:
-        bound = bind_args(
-            op.value, ["arg", "rng_seed", "rng_offset"], args, kwargs,
-            defaults={"rng_seed": None, "rng_offset": None},
-        )
+        bound = bind_op(op, args, kwargs)
         self._start(op.value)
         arg = tensor_arg(op.value, bound["arg"])
         seed, offset = bound["rng_seed"], bound["rng_offset"]
@@ -178,16 +166,14 @@ class MiscOps(OpsBase):
     # -- matmul and attention --------------------------------------------------------------
 
     def matmul(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("matmul", ["arg1", "arg2"], args, kwargs)
+        bound = bind_op(OpType.matmul, args, kwargs)
         self._start("matmul")
         a = tensor_arg("matmul", bound["arg1"], "arg1")
         w = tensor_arg("matmul", bound["arg2"], "arg2")
         return self._finish("matmul", [other.matmul(self._b, a.val, w.val)], [(None, a), (None, w)])
 
     def linear(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args(
-            "linear", ["arg1", "arg2", "bias"], args, kwargs, defaults={"bias": None}
-        )
+        bound = bind_op(OpType.linear, args, kwargs)
         self._start("linear")
         a = tensor_arg("linear", bound["arg1"], "arg1")
         w = tensor_arg("linear", bound["arg2"], "arg2")
@@ -199,8 +185,8 @@ class MiscOps(OpsBase):
         return self._finish("linear", [result], record)
 
     def sdpfa_fwd(self, *args: Any, **kwargs: Any) -> tuple[Tensor, ...]:
-        names = ["query", "key", "value", "bias", "mask", "dropout_p", "is_causal", "scale"]
-        bound = bind_args("sdpfa_fwd", names, args, kwargs, defaults={n: None for n in names[3:]})
+        names = OpType.sdpfa_fwd.definition.params
+        bound = bind_op(OpType.sdpfa_fwd, args, kwargs)
         self._start("sdpfa_fwd")
         q, k, v = (tensor_arg("sdpfa_fwd", bound[n], n) for n in names[:3])
         if bound["bias"] is not None or bound["mask"] is not None:
@@ -215,7 +201,7 @@ class MiscOps(OpsBase):
         return self._finish("sdpfa_fwd", results, [(None, bound[n]) for n in names])
 
     def triu(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("triu", ["input", "diagonal"], args, kwargs, defaults={"diagonal": None})
+        bound = bind_op(OpType.triu, args, kwargs)
         self._start("triu")
         arg = tensor_arg("triu", bound["input"], "input")
         diagonal = bound["diagonal"]

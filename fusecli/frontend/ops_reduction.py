@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusecli.frontend.binding import OpsBase, bind_args, dims_arg, dtype_arg, int_arg, tensor_arg
+from fusecli.frontend.binding import (
+    OpsBase,
+    bind_op,
+    dims_arg,
+    dtype_arg,
+    int_arg,
+    tensor_arg,
+)
 from fusecli.frontend.state import Scalar, Tensor
 from fusecli.ir import ops_reduction as red
 from fusecli.ir.dtype import DataType
@@ -15,11 +22,7 @@ class ReductionOps(OpsBase):
     """Reductions and their relatives."""
 
     def _reduction(self, op: OpType, args: tuple, kwargs: dict) -> Tensor:
-        bound = bind_args(
-            op.value, ["arg", "dims", "keepdim", "dtype"], args, kwargs,
-            defaults={"dims": None, "keepdim": False, "dtype": DataType.Null},
-            aliases={"axes": "dims", "dim": "dims"},
-        )
+        bound = bind_op(op, args, kwargs)
         if isinstance(bound["dims"], DataType):  # sum(arg, dtype) positional overload
             bound["dtype"], bound["dims"] = bound["dims"], None
         self._start(op.value)
@@ -48,10 +51,7 @@ class ReductionOps(OpsBase):
         return self._reduction(OpType.min, args, kwargs)
 
     def var(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args(
-            "var", ["arg", "dims", "correction", "keepdim"], args, kwargs,
-            defaults={"keepdim": False}, aliases={"axes": "dims"},
-        )
+        bound = bind_op(OpType.var, args, kwargs)
         self._start("var")
         arg = tensor_arg("var", bound["arg"])
         dims = dims_arg("var", bound["dims"])
@@ -64,10 +64,7 @@ class ReductionOps(OpsBase):
         )
 
     def var_mean(self, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
-        bound = bind_args(
-            "var_mean", ["arg", "dims", "correction", "keepdim"], args, kwargs,
-            defaults={"correction": 1, "keepdim": False}, aliases={"axes": "dims"},
-        )
+        bound = bind_op(OpType.var_mean, args, kwargs)
         self._start("var_mean")
         arg = tensor_arg("var_mean", bound["arg"])
         dims = dims_arg("var_mean", bound["dims"])
@@ -80,7 +77,7 @@ class ReductionOps(OpsBase):
         )
 
     def welford(self, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor, Tensor]:
-        bound = bind_args("welford", ["arg", "dims"], args, kwargs, aliases={"axes": "dims"})
+        bound = bind_op(OpType.welford, args, kwargs)
         self._start("welford")
         arg = tensor_arg("welford", bound["arg"])
         dims = dims_arg("welford", bound["dims"])
@@ -88,7 +85,7 @@ class ReductionOps(OpsBase):
         return self._finish("welford", results, [(None, arg), ("dims", dims)])
 
     def cumsum(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("cumsum", ["arg", "dim"], args, kwargs)
+        bound = bind_op(OpType.cumsum, args, kwargs)
         self._start("cumsum")
         arg = tensor_arg("cumsum", bound["arg"])
         dim = int_arg("cumsum", bound["dim"], "dim")
@@ -97,10 +94,7 @@ class ReductionOps(OpsBase):
         )
 
     def argsort(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args(
-            "argsort", ["arg", "dim", "descending", "stable"], args, kwargs,
-            defaults={"descending": False, "stable": False},
-        )
+        bound = bind_op(OpType.argsort, args, kwargs)
         self._start("argsort")
         arg = tensor_arg("argsort", bound["arg"])
         dim = int_arg("argsort", bound["dim"], "dim")
@@ -112,10 +106,7 @@ class ReductionOps(OpsBase):
         )
 
     def topk(self, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
-        bound = bind_args(
-            "topk", ["arg", "k", "dim", "largest", "sorted"], args, kwargs,
-            defaults={"dim": -1, "largest": True, "sorted": False},
-        )
+        bound = bind_op(OpType.topk, args, kwargs)
         self._start("topk")
         arg = tensor_arg("topk", bound["arg"])
         k = bound["k"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusecli.frontend.binding import OpsBase, bind_args, dims_arg, int_arg, tensor_arg
+from fusecli.frontend.binding import OpsBase, bind_args, bind_op, dims_arg, int_arg, tensor_arg
 from fusecli.frontend.records import Record
 from fusecli.frontend.state import Scalar, Tensor, Vector
 from fusecli.ir import ops_other as other
@@ -31,7 +31,7 @@ class ShapeOps(OpsBase):
         )
 
     def broadcast(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("broadcast", ["arg", "is_broadcast_dim"], args, kwargs)
+        bound = bind_op(OpType.broadcast, args, kwargs)
         self._start("broadcast")
         arg = tensor_arg("broadcast", bound["arg"])
         flags = [bool(f) for f in bound["is_broadcast_dim"]]
@@ -43,7 +43,7 @@ class ShapeOps(OpsBase):
         )
 
     def expand(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("expand", ["arg", "shape"], args, kwargs)
+        bound = bind_op(OpType.expand, args, kwargs)
         self._start("expand")
         arg = tensor_arg("expand", bound["arg"])
         shape, printed = self._fd._inline_vector(bound["shape"], "expand")
@@ -57,7 +57,7 @@ class ShapeOps(OpsBase):
         kwargs.pop("original_shape", None)  # 2023 spelling: reshape(T, original_shape, new_shape)
         if len(args) == 3:
             args = (args[0], args[2])
-        bound = bind_args("reshape", ["arg", "new_shape"], args, kwargs)
+        bound = bind_op(OpType.reshape, args, kwargs)
         self._start("reshape")
         arg = tensor_arg("reshape", bound["arg"])
         shape, printed = self._fd._inline_vector(bound["new_shape"], "reshape")
@@ -67,7 +67,7 @@ class ShapeOps(OpsBase):
     view = reshape
 
     def permute(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args("permute", ["arg", "dims"], args, kwargs)
+        bound = bind_op(OpType.permute, args, kwargs)
         self._start("permute")
         arg = tensor_arg("permute", bound["arg"])
         dims = dims_arg("permute", bound["dims"])
@@ -79,10 +79,7 @@ class ShapeOps(OpsBase):
         kwargs.pop("original_shape", None)
         if len(args) == 3 and isinstance(args[2], list | tuple):  # squeeze(T, shape, dims)
             args = (args[0], args[2])
-        bound = bind_args(
-            "squeeze", ["arg", "dims", "squeeze_expanded"], args, kwargs,
-            defaults={"squeeze_expanded": False},
-        )
+        bound = bind_op(OpType.squeeze, args, kwargs)
         self._start("squeeze")
         arg = tensor_arg("squeeze", bound["arg"])
         dims = dims_arg("squeeze", bound["dims"])
@@ -94,11 +91,7 @@ class ShapeOps(OpsBase):
         )
 
     def slice(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args(
-            "slice",
-            ["arg", "start_indices", "end_indices", "strides", "manual_normalization"],
-            args, kwargs, defaults={"strides": None, "manual_normalization": False},
-        )
+        bound = bind_op(OpType.slice, args, kwargs)
         self._start("slice")
         arg = tensor_arg("slice", bound["arg"])
         starts, printed_starts = self._fd._inline_vector(
@@ -123,9 +116,7 @@ class ShapeOps(OpsBase):
         )
 
     def pad(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args(
-            "pad", ["arg", "pad_widths", "value"], args, kwargs, defaults={"value": None}
-        )
+        bound = bind_op(OpType.pad, args, kwargs)
         self._start("pad")
         arg = tensor_arg("pad", bound["arg"])
         widths, printed = self._fd._inline_vector(bound["pad_widths"], "pad", is_shape=False)
@@ -141,10 +132,7 @@ class ShapeOps(OpsBase):
         return self._finish("pad", [result], record)
 
     def cat(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_args(
-            "cat", ["tensors", "dim", "manual_padding"], args, kwargs,
-            defaults={"dim": 0, "manual_padding": False},
-        )
+        bound = bind_op(OpType.cat, args, kwargs)
         self._start("cat")
         tensors = [tensor_arg("cat", t, "tensors") for t in bound["tensors"]]
         dim = int_arg("cat", bound["dim"], "dim")
@@ -159,7 +147,7 @@ class ShapeOps(OpsBase):
     # -- shape queries ---------------------------------------------------------------------
 
     def size(self, *args: Any, **kwargs: Any) -> Scalar:
-        bound = bind_args("size", ["arg", "dim"], args, kwargs)
+        bound = bind_op(OpType.size, args, kwargs)
         self._start("size")
         arg = tensor_arg("size", bound["arg"])
         dim = int_arg("size", bound["dim"], "dim")
@@ -167,7 +155,7 @@ class ShapeOps(OpsBase):
         return self._finish("size", [result], [(None, arg), ("dim", dim)])
 
     def shape(self, *args: Any, **kwargs: Any) -> Vector:
-        bound = bind_args("shape", ["arg"], args, kwargs)
+        bound = bind_op(OpType.shape, args, kwargs)
         self._start("shape")
         arg = tensor_arg("shape", bound["arg"])
         vector = other.shape(self._b, arg.val)
@@ -187,7 +175,7 @@ class ShapeOps(OpsBase):
         return states
 
     def at(self, *args: Any, **kwargs: Any) -> Scalar:
-        bound = bind_args("at", ["arg", "index"], args, kwargs)
+        bound = bind_op(OpType.at, args, kwargs)
         self._start("at")
         vector = bound["arg"]
         if not isinstance(vector, Vector):

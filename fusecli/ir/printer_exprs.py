@@ -48,57 +48,35 @@ if TYPE_CHECKING:
 # Elementwise: unary, binary, ternary, cast
 # ---------------------------------------------------------------------------------------------
 
-_INLINE_UNARY = {OpType.neg: "-", OpType.logical_not: "!", OpType.bitwise_not: "~"}
-
-_UNARY_NAMES = {OpType.round: "nearbyint", OpType.real: "std::real", OpType.imag: "std::imag"}
-
-# Unary functions that never take the ``f`` suffix on Float outputs (type.cpp needFloatSuffix);
-# ``sign`` is no nvFuser function at all.
-_NO_FLOAT_SUFFIX = frozenset(
-    {
-        OpType.abs, OpType.frac, OpType.imag, OpType.silu, OpType.neg, OpType.bitwise_not,
-        OpType.logical_not, OpType.real, OpType.relu, OpType.reciprocal, OpType.sigmoid,
-        OpType.isfinite, OpType.isinf, OpType.isnan, OpType.isneginf, OpType.isposinf,
-        OpType.isreal, OpType.sign,
-    }
-)
-
-_INLINE_BINARY = {
-    OpType.add: "+", OpType.sub: "-", OpType.mul: "*", OpType.div: "/", OpType.truediv: "/",
-    OpType.mod: "%", OpType.bitwise_left_shift: "<<", OpType.bitwise_right_shift: ">>",
-    OpType.eq: "==", OpType.ne: "!=", OpType.lt: "<", OpType.le: "<=", OpType.gt: ">",
-    OpType.ge: ">=", OpType.logical_and: "&&", OpType.logical_or: "||",
-    OpType.bitwise_and: "&", OpType.bitwise_or: "|", OpType.bitwise_xor: "^",
-}
-
-# nvFuser's maximum/minimum are its Max/Min, which print as fmax/fmin.
-_BINARY_NAMES = {OpType.maximum: "fmax", OpType.minimum: "fmin"}
-
-_FLOAT_SUFFIX_BINARY = frozenset({OpType.atan2, OpType.fmod})
+# How each elementwise op prints comes from its record: ``symbol`` (an inline operator),
+# ``printed`` (a function name other than the op's: ``nearbyint``, nvFuser's Max as ``fmax``)
+# and ``float_suffix`` (type.cpp needFloatSuffix: ``expf`` on Float outputs).
 
 
 def _unary(expr: Expr, values: ValuePrinter) -> str:
     operand = values.value(expr.inputs[0])
-    inline = _INLINE_UNARY.get(expr.op)
-    if inline is not None:
-        return _assign(expr, values, f"{inline}{operand};")
-    name = _UNARY_NAMES.get(expr.op, expr.op.value)
-    if expr.output.dtype is DataType.Float and expr.op not in _NO_FLOAT_SUFFIX:
-        name += "f"
-    return _assign(expr, values, f"{name}({operand});")
+    definition = expr.op.definition
+    if definition.symbol is not None:
+        return _assign(expr, values, f"{definition.symbol}{operand};")
+    return _assign(expr, values, f"{_function_name(expr)}({operand});")
 
 
 def _binary(expr: Expr, values: ValuePrinter) -> str:
     lhs, rhs = (values.value(v) for v in expr.inputs)
     tensor_op = _is_tensor_op(expr)
-    inline = _INLINE_BINARY.get(expr.op)
-    if inline is not None:
+    symbol = expr.op.definition.symbol
+    if symbol is not None:
         line_break = "\n  " if tensor_op else ""
-        return _assign(expr, values, f"{lhs}{line_break} {inline} {rhs};")
-    name = _BINARY_NAMES.get(expr.op, expr.op.value)
-    if expr.output.dtype is DataType.Float and expr.op in _FLOAT_SUFFIX_BINARY:
+        return _assign(expr, values, f"{lhs}{line_break} {symbol} {rhs};")
+    return _assign(expr, values, _call(_function_name(expr), [lhs, rhs], tensor_op) + ";")
+
+
+def _function_name(expr: Expr) -> str:
+    definition = expr.op.definition
+    name = definition.printed or definition.name
+    if expr.output.dtype is DataType.Float and definition.float_suffix:
         name += "f"
-    return _assign(expr, values, _call(name, [lhs, rhs], tensor_op) + ";")
+    return name
 
 
 def _function(expr: Expr, values: ValuePrinter) -> str:

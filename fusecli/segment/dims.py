@@ -9,7 +9,7 @@ merges), as do matmul and attention (their own loops).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpKind, OpType
@@ -31,45 +31,43 @@ def _aligned(out: TensorView, source: TensorView) -> Iterator[tuple[int, int]]:
             yield out_dims[index + offset], position
 
 
-def dim_map(expr: Expr) -> Iterator[tuple[DimKey, DimKey]]:
-    """Pairs (output dim, input dim) that are the same loop for ``expr``."""
-    kind = expr.op.kind
-    tensors_in = expr.tensor_inputs()
-    for out in expr.tensor_outputs():
-        if kind in (OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST, OpKind.SET,
-                    OpKind.EXPAND, OpKind.SCAN, OpKind.SORT, OpKind.TRIANGULAR,
-                    OpKind.RANDOM):
-            for source in tensors_in:
-                for o, i in _aligned(out, source):
-                    yield (out.uid, o), (source.uid, i)
-        elif kind in (OpKind.REDUCTION, OpKind.NORMALIZATION):
-            for position in range(len(out.domain)):
-                yield (out.uid, position), (tensors_in[0].uid, _logical_positions(
-                    tensors_in[0])[position])
-        elif kind is OpKind.BROADCAST:
-            flags = expr.attr("is_broadcast_dim")
-            source_dims = iter(_logical_positions(tensors_in[0]))
-            for position, is_new in enumerate(flags):
-                if not is_new:
-                    yield (out.uid, position), (tensors_in[0].uid, next(source_dims))
-        elif kind is OpKind.PERMUTE:
-            source_dims = _logical_positions(tensors_in[0])
-            for position, source in enumerate(expr.attr("dims")):
-                yield (out.uid, position), (tensors_in[0].uid, source_dims[source])
-        elif kind is OpKind.SQUEEZE:
-            squeezed = set(expr.attr("dims"))
-            kept = [p for i, p in enumerate(_logical_positions(tensors_in[0])) if i not in squeezed]
-            for position, source in enumerate(kept):
-                yield (out.uid, position), (tensors_in[0].uid, source)
-        elif kind is OpKind.RESIZE:
-            for source in tensors_in:
-                for o, i in _aligned(out, source):
-                    yield (out.uid, o), (source.uid, i)
-        elif kind is OpKind.INDEX:
-            yield from _index_map(expr, out, tensors_in)
+DimPairs = Iterator[tuple[DimKey, DimKey]]
+DimMapper = Callable[[Expr, TensorView, list[TensorView]], DimPairs]
 
 
-def _index_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]):
+def _elementwise_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]) -> DimPairs:
+    for source in tensors_in:
+        for o, i in _aligned(out, source):
+            yield (out.uid, o), (source.uid, i)
+
+
+def _reduction_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]) -> DimPairs:
+    source_dims = _logical_positions(tensors_in[0])
+    for position in range(len(out.domain)):
+        yield (out.uid, position), (tensors_in[0].uid, source_dims[position])
+
+
+def _broadcast_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]) -> DimPairs:
+    source_dims = iter(_logical_positions(tensors_in[0]))
+    for position, is_new in enumerate(expr.attr("is_broadcast_dim")):
+        if not is_new:
+            yield (out.uid, position), (tensors_in[0].uid, next(source_dims))
+
+
+def _permute_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]) -> DimPairs:
+    source_dims = _logical_positions(tensors_in[0])
+    for position, source in enumerate(expr.attr("dims")):
+        yield (out.uid, position), (tensors_in[0].uid, source_dims[source])
+
+
+def _squeeze_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]) -> DimPairs:
+    squeezed = set(expr.attr("dims"))
+    kept = [p for i, p in enumerate(_logical_positions(tensors_in[0])) if i not in squeezed]
+    for position, source in enumerate(kept):
+        yield (out.uid, position), (tensors_in[0].uid, source)
+
+
+def _index_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]) -> DimPairs:
     dim = expr.attr("dim")
     arg = tensors_in[0]
     if expr.op is OpType.index_select:
@@ -87,6 +85,40 @@ def _index_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]):
         kept = [p for p in range(arg.ndim) if p != dim]
         for position, source in enumerate(kept):
             yield (out.uid, position), (arg.uid, source)
+
+
+# How each kind of op maps its output dims to its input dims. Elementwise-like kinds align
+# dims from the right (numpy broadcasting); resizes keep each dim's loop (a pad or slice changes
+# its extent, not its identity).
+DIM_MAPS: dict[OpKind, DimMapper] = {
+    **dict.fromkeys(
+        (OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST, OpKind.SET, OpKind.EXPAND,
+         OpKind.SCAN, OpKind.SORT, OpKind.TRIANGULAR, OpKind.RANDOM, OpKind.RESIZE),
+        _elementwise_map,
+    ),
+    OpKind.REDUCTION: _reduction_map,
+    OpKind.NORMALIZATION: _reduction_map,
+    OpKind.BROADCAST: _broadcast_map,
+    OpKind.PERMUTE: _permute_map,
+    OpKind.SQUEEZE: _squeeze_map,
+    OpKind.INDEX: _index_map,
+}
+
+# Kinds whose outputs start loops of their own: a reshape splits and merges, matmul and
+# attention run their own loops, creation ops have no tensor inputs, scalars no dims.
+NEW_LOOPS = frozenset(
+    {OpKind.RESHAPE, OpKind.MATMUL, OpKind.ATTENTION, OpKind.CREATE, OpKind.SCALAR}
+)
+
+
+def dim_map(expr: Expr) -> DimPairs:
+    """Pairs (output dim, input dim) that are the same loop for ``expr``."""
+    mapper = DIM_MAPS.get(expr.op.kind)
+    if mapper is None:
+        return
+    tensors_in = expr.tensor_inputs()
+    for out in expr.tensor_outputs():
+        yield from mapper(expr, out, tensors_in)
 
 
 class DimGraph:
