@@ -67,7 +67,6 @@ UNARY_CASES = [
     ("signbit", D.Float, D.Bool),
     ("floor", D.Int, D.Int),
     ("rsqrt", D.Int32, D.Float),
-    ("erfcx", D.BFloat16, D.Float),
     ("bitwise_not", D.Bool, D.Bool),
 ]
 

@@ -140,8 +140,7 @@ _SDPA_OPTIONS = "bias mask dropout_p is_causal scale"
 
 OPS: tuple[OpDef, ...] = (
     # unary, computed in float for ints (float_op_config); each one CUDA math function
-    *_unary("acos acosh asin asinh atan atanh cos cosh exp exp2 expm1 erf erfc erfcx erfinv",
-            P.FLOAT,
+    *_unary("acos acosh asin asinh atan atanh cos cosh exp exp2 expm1 erf erfc erfinv", P.FLOAT,
             math=True),
     *_unary("erfcinv", P.FLOAT, doc="erfinv(1 - x)"),
     *_unary("lgamma log log10 log1p log2", P.FLOAT, math=True),

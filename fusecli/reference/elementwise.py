@@ -73,7 +73,6 @@ UNARY: dict[OpType, Callable[[Tensor], Tensor]] = {
     # special functions
     OpType.erf: torch.special.erf,
     OpType.erfc: torch.special.erfc,
-    OpType.erfcx: torch.special.erfcx,  # exp(x²) erfc(x), scaled so it never overflows
     OpType.erfinv: torch.special.erfinv,
     OpType.erfcinv: _inverse_erfc,
     OpType.lgamma: torch.special.gammaln,

@@ -195,7 +195,6 @@ _COMPUTE: dict[OpType, Callable[..., Tensor]] = {
     OpType.expm1: torch.expm1,
     OpType.erf: torch.erf,
     OpType.erfc: torch.erfc,
-    OpType.erfcx: torch.special.erfcx,
     OpType.erfinv: torch.erfinv,
     OpType.erfcinv: _erfcinv,
     OpType.lgamma: torch.lgamma,
