@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fusecli.ir.dtype import DataType
@@ -110,11 +110,19 @@ def evaluate_extent(extent: Extent, bindings: Mapping[object, int]) -> int:
     )
 
 
-def extent_product(extents: list[Extent]) -> Extent:
-    product: Extent = 1
+def _fold(op: ExtentOp, identity: int, extents: Sequence[Extent]) -> Extent:
+    total: Extent = identity
     for extent in extents:
-        product = extent_op(ExtentOp.MUL, product, extent)
-    return product
+        total = extent_op(op, total, extent)
+    return total
+
+
+def extent_product(extents: Sequence[Extent]) -> Extent:
+    return _fold(ExtentOp.MUL, 1, extents)
+
+
+def extent_sum(extents: Sequence[Extent]) -> Extent:
+    return _fold(ExtentOp.ADD, 0, extents)
 
 
 def static_value(extent: Extent) -> int | None:

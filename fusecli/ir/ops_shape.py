@@ -32,6 +32,7 @@ from fusecli.ir.nodes import (
     Vector,
     extent_op,
     extent_product,
+    extent_sum,
     static_value,
 )
 from fusecli.ir.optype import OpType
@@ -348,7 +349,7 @@ def cat(
         if axis == dim:
             domain.append(
                 IterDomain.iteration(
-                    extent_product_sum([d.logical_extent for d in column]), rfactor=True
+                    extent_sum([d.logical_extent for d in column]), rfactor=True
                 )
             )
             continue
@@ -369,13 +370,6 @@ def cat(
     out = TensorView(dtype=common, domain=tuple(domain))
     b.emit(OpType.cat, tensors, [out], dim=dim, manual_padding=bool(manual_padding))
     return out
-
-
-def extent_product_sum(extents: Sequence[Extent]) -> Extent:
-    total: Extent = 0
-    for extent in extents:
-        total = extent_op(ExtentOp.ADD, total, extent)
-    return total
 
 
 def static_numel(tensor: TensorView) -> int | None:
