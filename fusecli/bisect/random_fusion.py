@@ -37,7 +37,7 @@ FAMILIES = {
     "reduction": (1.5, (st.reduction,)),
     "shape": (2.0, (st.broadcast_in_dim, st.expand, st.reshape, st.permute, st.squeeze)),
     "resize": (1.2, (st.slice_, st.pad, st.cat)),
-    "matmul": (0.5, (st.matmul,)),
+    "matmul": (1.0, (st.matmul,)),
     "hint": (0.4, (st.hint,)),
 }
 INPUT_DTYPES = (
@@ -55,7 +55,7 @@ class RandomFusion:
     ops: tuple[str, ...]  # the fd.ops names called, in order of first use
 
 
-def fuzz_fusion(seed: int, max_ops: int = 12) -> RandomFusion:
+def fuzz_fusion(seed: int, max_ops: int = 20) -> RandomFusion:
     """A random fusion over every op family, valid by construction; the same for one seed."""
     rng = random.Random(seed)
     generator = torch.Generator().manual_seed(seed)
