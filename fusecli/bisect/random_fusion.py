@@ -35,7 +35,9 @@ FAMILIES = {
     "ternary": (1.0, (ew.ternary,)),
     "cast": (1.5, (ew.cast,)),
     "reduction": (1.5, (st.reduction,)),
-    "shape": (2.0, (st.broadcast_in_dim, st.expand, st.reshape, st.permute, st.squeeze)),
+    "shape": (
+        2.0, (st.broadcast_in_dim, st.broadcast, st.expand, st.reshape, st.permute, st.squeeze)
+    ),
     "resize": (1.2, (st.slice_, st.pad, st.cat)),
     "matmul": (1.0, (st.matmul,)),
     "hint": (0.4, (st.hint,)),

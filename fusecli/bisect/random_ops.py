@@ -21,14 +21,19 @@ from fusecli.frontend import DataType
 from fusecli.ir import dtype as dt
 
 FLOATS = (DataType.Float, DataType.BFloat16, DataType.Half, DataType.Double)
-SMOOTH_UNARY = ("exp", "tanh", "sin", "cos", "sigmoid", "silu", "erf", "atan", "asinh")
+SMOOTH_UNARY = (
+    "exp", "exp2", "expm1", "tanh", "sin", "cos", "sigmoid", "silu", "erf", "erfc", "atan",
+    "asinh", "sinh", "cosh",
+)
+BOUNDED_DOMAIN_UNARY = ("asin", "acos", "atanh", "erfinv")  # applied to tanh(x) / 2
 EXACT_UNARY = ("neg", "abs", "relu")
 DISCONTINUOUS_UNARY = ("floor", "ceil", "round", "trunc", "sign", "frac")
-DOMAIN_UNARY = ("sqrt", "log1p", "rsqrt", "log")  # applied to abs(x)
+DOMAIN_UNARY = ("sqrt", "log1p", "rsqrt", "log", "log2", "log10", "reciprocal", "lgamma")
 PREDICATES = ("isfinite", "isnan", "isinf", "signbit")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 ARITHMETIC = ("add", "sub", "mul", "maximum", "minimum")
-INT_BINARY = ("bitwise_and", "bitwise_or", "bitwise_xor")
+INT_BINARY = ("bitwise_and", "bitwise_or", "bitwise_xor", "gcd")
+SHIFTS = ("bitwise_left_shift", "bitwise_right_shift")
 INT_DIVISION = ("div", "fmod", "remainder")
 BOOL_BINARY = ("logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor")
 
@@ -87,6 +92,9 @@ class Draw:
             return self.rng.choice(self.scalar_inputs)
         return self.fd.define_scalar(self.rng.choice((0.5, -1.25, 2.0, 3.0)), dtype=DataType.Double)
 
+    def scalar_value(self, value: float) -> Any:
+        return self.fd.define_scalar(value, dtype=DataType.Double)
+
 
 def broadcast_sizes(a: Node, b: Node) -> tuple[int, ...] | None:
     """The sizes of ``a op b``, or None when they do not broadcast (nvFuser: same rank, each
@@ -129,9 +137,12 @@ def unary(draw: Draw) -> Node | None:
         return Node(draw.call(rng.choice(SMOOTH_UNARY), x.tensor), x.sizes, False)
     if roll < 0.6:
         return Node(draw.call(rng.choice(EXACT_UNARY), x.tensor), x.sizes, x.exact)
-    if roll < 0.75:
+    if roll < 0.7:  # abs first: in the domain
         positive = draw.call("abs", x.tensor)
         return Node(draw.call(rng.choice(DOMAIN_UNARY), positive), x.sizes, False)
+    if roll < 0.75:
+        inside = draw.call("mul", draw.call("tanh", x.tensor), draw.scalar_value(0.5))
+        return Node(draw.call(rng.choice(BOUNDED_DOMAIN_UNARY), inside), x.sizes, False)
     if x.exact:
         op = rng.choice(DISCONTINUOUS_UNARY + PREDICATES)
         return Node(draw.call(op, x.tensor), x.sizes, True)
@@ -163,14 +174,27 @@ def binary(draw: Draw) -> Node | None:
         if roll < 0.4:
             op = rng.choice(ARITHMETIC)
             return Node(draw.call(op, x.tensor, y.tensor), sizes, exact)
-        if roll < 0.7:
+        if roll < 0.65:
             return Node(draw.call(rng.choice(INT_BINARY), x.tensor, y.tensor), sizes, exact)
+        if roll < 0.7:
+            shift = draw.fd.define_scalar(rng.randint(0, 3), dtype=DataType.Int)
+            return Node(draw.call(rng.choice(SHIFTS), x.tensor, shift), sizes=x.sizes,
+                        exact=x.exact)
         divisor = draw.call("add", draw.call("abs", y.tensor), draw.scalar("int"))
         return Node(draw.call(rng.choice(INT_DIVISION), x.tensor, divisor), sizes, exact)
     if "bool" in kinds and len(kinds) > 1:
         op = rng.choice(("add", "mul", "maximum"))
     else:
-        op = rng.choice(ARITHMETIC + ("div", "atan2"))
+        op = rng.choice(ARITHMETIC + ("div", "atan2", "pow", "fmod", "remainder"))
+    if op == "pow":  # a small integer power: no NaN from a negative base
+        power = draw.fd.define_scalar(rng.choice((2, 3)), dtype=DataType.Int)
+        return Node(draw.call("pow", x.tensor, power), x.sizes, False)
+    if op in ("fmod", "remainder"):
+        if not exact:  # x mod y jumps where x crosses a multiple of y: exact operands only
+            op = "mul"
+        else:
+            divisor = draw.call("add", draw.call("abs", y.tensor), draw.scalar_value(0.5))
+            return Node(draw.call(op, x.tensor, divisor), sizes, False)
     if op == "div":
         if not exact:  # a divisor bounded away from zero: no cancellation-amplified error
             safe = draw.call("add", draw.call("abs", y.tensor), draw.scalar("float"))

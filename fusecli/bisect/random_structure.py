@@ -41,6 +41,10 @@ def reduction(draw: Draw) -> Node | None:
         x = Node(draw.call("sigmoid", x.tensor), x.sizes, False)
     if op == "prod" and x.kind == "int":
         x = Node(draw.call("sign", x.tensor), x.sizes, True)
+    if op == "sum" and rng.random() < 0.3:  # an explicit accumulation dtype
+        target = rng.choice((DataType.Float, DataType.Double, DataType.BFloat16))
+        result = draw.call(op, x.tensor, dims=dims, keepdim=keepdim, dtype=target)
+        return Node(result, sizes, False)
     result = draw.call(op, x.tensor, dims=dims, keepdim=keepdim)
     exact = x.exact and (op in ("max", "min") or x.kind == "int")
     return Node(result, sizes, exact)
@@ -56,6 +60,20 @@ def broadcast_in_dim(draw: Draw) -> Node | None:
     sizes = x.sizes[:position] + (new_size,) + x.sizes[position:]
     dims = [d if d < position else d + 1 for d in range(len(x.sizes))]
     return Node(draw.call("broadcast_in_dim", x.tensor, list(sizes), dims), sizes, x.exact)
+
+
+def broadcast(draw: Draw) -> Node | None:
+    """fd.ops.broadcast: new size-1 broadcast dims where ``is_broadcast_dim`` is True."""
+    x = draw.pick(lambda n: len(n.sizes) < 5)
+    if x is None:
+        return None
+    flags = [False] * len(x.sizes)
+    for _ in range(draw.rng.randint(1, 5 - len(x.sizes))):
+        flags.insert(draw.rng.randint(0, len(flags)), True)
+    sizes, rest = [], iter(x.sizes)
+    for flag in flags:
+        sizes.append(1 if flag else next(rest))
+    return Node(draw.call("broadcast", x.tensor, flags), tuple(sizes), x.exact)
 
 
 def expand(draw: Draw) -> Node | None:
