@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 
 from fusecli.app.pipeline import reduction_sizes
 from fusecli.compare import compare_tensors, tolerance_for
+from fusecli.ir import dtype as dt
 from fusecli.load.inputs import clone_exact
 from fusecli.reference import run_reference
 from fusecli.runtime import execute_fusion
@@ -36,8 +37,13 @@ def test_aten_executor_matches_reference(case):
 @given(random_fusion(max_steps=8))
 def test_float64_reference_keeps_shapes_and_is_close(case):
     """The float64 reference computes the same values: rounded to each output's dtype they
-    are within that dtype's tolerance of the plain reference (exact for bool and int)."""
+    are within that dtype's tolerance of the plain reference (exact for bool and int).
+
+    Values are compared when no value is rounded to a narrower float before the end: the
+    float64 mode keeps every value in float64, casts included, so a down-cast followed by a
+    cancellation legitimately differs by more than the output's own rounding."""
     fd, inputs = case
+    compare_values = not _rounds_midway(fd.fusion)
     plain = run_reference(fd.fusion, _clone(inputs)).outputs
     precise = run_reference(fd.fusion, _clone(inputs), float64=True).outputs
     reductions = reduction_sizes(fd.fusion, inputs)
@@ -47,6 +53,20 @@ def test_float64_reference_keeps_shapes_and_is_close(case):
             assert high.dtype == torch.float64
         else:
             assert high.dtype == low.dtype
-        tolerance = tolerance_for(low.dtype, reductions.get(index, 1))
-        diff = compare_tensors(high.to(low.dtype), low, tolerance=tolerance)
-        assert diff.ok, diff
+        if compare_values:
+            tolerance = tolerance_for(low.dtype, reductions.get(index, 1))
+            diff = compare_tensors(high.to(low.dtype), low, tolerance=tolerance)
+            assert diff.ok, diff
+
+
+def _rounds_midway(fusion) -> bool:
+    """A cast to a narrower floating type whose result other exprs read."""
+    read = {v.uid for e in fusion.exprs for v in e.inputs}
+    for expr in fusion.exprs:
+        if expr.op.value != "cast":
+            continue
+        source, target = expr.inputs[0].dtype, expr.output.dtype
+        if dt.is_floating(source) and dt.is_floating(target):
+            if dt.info(target).bits < dt.info(source).bits and expr.output.uid in read:
+                return True
+    return False
