@@ -10,6 +10,7 @@ generator builds valid fusions only, so an error of any kind is a bug.
 
     python benchmarks/fuzz.py --n 10000 --jobs 2                # the CPU run (ATen executor)
     python benchmarks/fuzz.py --n 1000 --executor cupy          # on a GPU: generated kernels
+    python benchmarks/fuzz.py --n 300 --executor emulated       # kernels on the CPU emulator
     python benchmarks/fuzz.py --n 1 --seed 388                  # one seed, to reproduce it
     python benchmarks/fuzz.py --n 10000 --json /tmp/fuzz.json   # the records as JSON
 """
@@ -33,6 +34,32 @@ from fusecli.bisect.random_fusion import FAMILIES, fuzz_fusion
 from fusecli.errors import FusecliError
 
 STATUSES = ("pass", "mismatch", "error", "internal")
+
+
+def use_emulated_kernels() -> None:
+    """``--executor emulated``: the CuPy executor's generated kernels, run on the CPU by the
+    host emulator (fusecli.codegen.emulate, g++) where CuPy and a GPU would run them."""
+    import torch
+
+    from fusecli.codegen import emulate
+    from fusecli.runtime import segmented
+    from fusecli.runtime.cupy_executor import CupyExecutor
+
+    class EmulatingExecutor(CupyExecutor):
+        def _check_environment(self) -> None:
+            pass
+
+        def _device(self, inputs, ctx) -> torch.device:
+            return torch.device("cpu")
+
+        def _load(self, kernel, device):
+            return kernel
+
+        def _launch(self, segment, prepared, values, device) -> None:
+            emulate.emulate(prepared.kernel, values)
+
+    executor = EmulatingExecutor(poison=True)
+    segmented.kernel_executor = lambda name, strict=False: executor
 
 
 def run_one(seed: int, options: RunOptions, max_ops: int) -> dict:
@@ -72,17 +99,24 @@ def run_one(seed: int, options: RunOptions, max_ops: int) -> dict:
     return record
 
 
-def run_chunk(seeds: list[int], options: RunOptions, max_ops: int) -> list[dict]:
+def run_chunk(
+    seeds: list[int], options: RunOptions, max_ops: int, emulated: bool = False
+) -> list[dict]:
     warnings.simplefilter("ignore")  # var() with too few elements, and such: expected here
+    if emulated:
+        use_emulated_kernels()
     return [run_one(seed, options, max_ops) for seed in seeds]
 
 
 def run_all(args: argparse.Namespace, options: RunOptions) -> list[dict]:
     seeds = list(range(args.seed, args.seed + args.n))
+    emulated = args.executor == "emulated"
     if args.jobs <= 1:
-        return _with_progress(seeds, (run_chunk([s], options, args.max_ops)[0] for s in seeds))
+        return _with_progress(
+            seeds, (run_chunk([s], options, args.max_ops, emulated)[0] for s in seeds)
+        )
     # CUDA does not survive fork: workers for the GPU start fresh interpreters
-    method = "fork" if args.executor == "aten" else "spawn"
+    method = "fork" if args.executor in ("aten", "emulated") else "spawn"
     chunks = [seeds[i:i + args.chunk] for i in range(0, len(seeds), args.chunk)]
     records: list[dict] = []
     pending = chunks
@@ -90,7 +124,9 @@ def run_all(args: argparse.Namespace, options: RunOptions) -> list[dict]:
         broken: list[list[int]] = []
         context = multiprocessing.get_context(method)
         with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
-            futures = {pool.submit(run_chunk, c, options, args.max_ops): c for c in pending}
+            futures = {
+                pool.submit(run_chunk, c, options, args.max_ops, emulated): c for c in pending
+            }
             for future in as_completed(futures):
                 try:
                     records.extend(future.result())
@@ -176,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0, help="the first seed")
-    parser.add_argument("--executor", choices=("aten", "cupy", "auto"), default="aten")
+    parser.add_argument("--executor", choices=("aten", "cupy", "auto", "emulated"),
+                        default="aten", help="emulated: generated kernels on the CPU (g++)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--chunk", type=int, default=100, help="seeds per worker task")
     parser.add_argument("--max-ops", type=int, default=20)
@@ -185,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minimize", type=int, default=5, help="failures to minimize")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    options = RunOptions(executor=args.executor, timeout=args.timeout)
+    executor = "cupy" if args.executor == "emulated" else args.executor
+    options = RunOptions(executor=executor, timeout=args.timeout)
     started = time.perf_counter()
     try:
         records = run_all(args, options)
@@ -194,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     seconds = time.perf_counter() - started
     failures = [r for r in records if r["status"] != "pass"]
+    if args.executor == "emulated":
+        use_emulated_kernels()  # for the minimizer, which asks in this process
     write_failures(failures, args, options)
     print_table(records, seconds, args.executor)
     if args.json:
