@@ -29,9 +29,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import torch
+
 from fusecli.app.pipeline import RunOptions, internal_error_outcome, run_loaded, time_limit
 from fusecli.bisect.random_fusion import FAMILIES, fuzz_fusion
-from fusecli.errors import FusecliError
+from fusecli.errors import FusecliError, MissingEnvironmentError
 
 STATUSES = ("pass", "mismatch", "error", "internal")
 
@@ -63,11 +65,13 @@ def use_emulated_kernels() -> None:
 
 
 def run_one(seed: int, options: RunOptions, max_ops: int) -> dict:
+    on_gpu = options.executor == "cupy" and options.device != "cpu"
+    device = "cuda" if on_gpu and torch.cuda.is_available() else "cpu"
     """One seed's record: status, error, families, and how its segments ran."""
     started = time.perf_counter()
     record = {"seed": seed, "families": [], "ops": [], "segments": 0, "kernels": 0}
     try:
-        made = fuzz_fusion(seed, max_ops=max_ops)
+        made = fuzz_fusion(seed, max_ops=max_ops, device=device)
     except Exception as error:  # the generator itself: a bug too
         record.update(status="internal", error=f"generator: {type(error).__name__}: {error}",
                       detail=traceback.format_exc())
@@ -223,7 +227,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     executor = "cupy" if args.executor == "emulated" else args.executor
-    options = RunOptions(executor=executor, timeout=args.timeout)
+    device = "cpu" if args.executor == "emulated" else "auto"
+    options = RunOptions(executor=executor, device=device, timeout=args.timeout)
+    if args.executor == "cupy":
+        from fusecli.runtime.segmented import kernel_executor
+
+        try:
+            kernel_executor("cupy")
+        except MissingEnvironmentError as error:
+            print(f"fuzz: {error}", file=sys.stderr)
+            return error.exit_code
     started = time.perf_counter()
     try:
         records = run_all(args, options)

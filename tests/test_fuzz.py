@@ -9,6 +9,9 @@ Each bug the fuzzer found has a regression test below, named after it.
 from __future__ import annotations
 
 import collections
+import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -121,6 +124,72 @@ def test_the_ci_seeds_cover_every_family_layout_and_dtype():
         "zero-size", "expanded", "non-contiguous", "symbolic", "size-1 iteration dim",
         "broadcast dim", "scalar input",
     )), layouts
+
+
+def _fuzz_benchmark():
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz.py"
+    spec = importlib.util.spec_from_file_location("fuzz_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fuzz_benchmark_passes_clean_seeds_and_writes_a_repro_per_failure(
+    tmp_path, monkeypatch, capsys
+):
+    fuzz = _fuzz_benchmark()
+    monkeypatch.delenv("FUSECLI_INJECT_FAULT", raising=False)
+    assert fuzz.main(["--n", "20", "--out", str(tmp_path / "clean")]) == 0
+    assert "ran 20  pass 20  mismatch 0  error 0  internal 0" in capsys.readouterr().out
+    monkeypatch.setenv("FUSECLI_INJECT_FAULT", "add,mul,cast")
+    report = tmp_path / "fuzz.json"
+    code = fuzz.main(["--n", "20", "--out", str(tmp_path / "bad"), "--minimize", "1",
+                      "--json", str(report)])
+    assert code == 1
+    records = json.loads(report.read_text())["records"]
+    assert records and all(r["status"] == "mismatch" for r in records)
+    for record in records:
+        assert Path(record["repro"]).is_file()
+        assert f"fuzz seed {record['seed']}" in Path(record["repro"]).read_text()
+    minimized = Path(records[0]["minimized"])
+    assert minimized.is_file() and "fusecli bisect: minimized repro" in minimized.read_text()
+
+
+def test_a_crash_in_one_fuzzed_fusion_is_its_record(monkeypatch):
+    import fusecli.runtime.aten as aten
+
+    fuzz = _fuzz_benchmark()
+    original = aten.AtenExecutor.run_expr
+
+    def crashing(self, expr, env, ctx):
+        if expr.op.value == "cast":
+            raise ZeroDivisionError("integer modulo by zero")
+        return original(self, expr, env, ctx)
+
+    monkeypatch.setattr(aten.AtenExecutor, "run_expr", crashing)
+    records = fuzz.run_chunk(list(range(12)), RunOptions(executor="aten"), 20)
+    statuses = collections.Counter(r["status"] for r in records)
+    assert statuses["pass"] and statuses["internal"], statuses
+    crashed = next(r for r in records if r["status"] == "internal")
+    assert "ZeroDivisionError" in crashed["error"] and "Traceback" in crashed["detail"]
+
+
+@pytest.mark.cuda
+def test_random_fusions_on_generated_kernels_match_the_reference():
+    """On a GPU: the CuPy executor's kernels over 300 fuzz seeds (zero-size ones included)."""
+    from fusecli.runtime.cupy_executor import cupy_available
+
+    if cupy_available() is not None:
+        pytest.skip(cupy_available())
+    failures, kernels = [], 0
+    for seed in range(300):
+        loaded = fuzz_fusion(seed, device="cuda").loaded
+        outcome = run_loaded(loaded, RunOptions(executor="cupy"))
+        kernels += sum(1 for s in outcome.segments if s.executor == "cupy")
+        if outcome.status != "pass":
+            failures.append(f"seed {seed}: {outcome.status}: {outcome.error}")
+    assert not failures, "\n".join(failures)
+    assert kernels > 200
 
 
 # -- regressions: one per bug the fuzzer found ---------------------------------------------------

@@ -57,8 +57,11 @@ class RandomFusion:
     ops: tuple[str, ...]  # the fd.ops names called, in order of first use
 
 
-def fuzz_fusion(seed: int, max_ops: int = 20) -> RandomFusion:
-    """A random fusion over every op family, valid by construction; the same for one seed."""
+def fuzz_fusion(seed: int, max_ops: int = 20, device: str = "cpu") -> RandomFusion:
+    """A random fusion over every op family, valid by construction; the same for one seed.
+
+    Inputs are made on the CPU (the same values everywhere) and moved to ``device`` with
+    their strides, stride-0 expansions included."""
     rng = random.Random(seed)
     generator = torch.Generator().manual_seed(seed)
     inputs: list[object] = []
@@ -96,6 +99,8 @@ def fuzz_fusion(seed: int, max_ops: int = 20) -> RandomFusion:
         count = min(len(results), rng.randint(1, 3))
         for node in [results[-1], *rng.sample(results[:-1], min(count - 1, len(results) - 1))]:
             fd.add_output(node.tensor)
+    if device != "cpu":
+        inputs = [_on_device(v, device) for v in inputs]
     loaded = LoadedFusion(
         path=Path(f"fuzz_{seed}.py"), name=f"fuzz_{seed}", fd=fd, inputs=inputs, line=None,
         source_kind="python",
@@ -137,6 +142,16 @@ def _define_input(fd, rng, generator, shape, dtype, layout):
             static_sizes=rng.random() < 0.3,
         )
     return tensor, value
+
+
+def _on_device(value: object, device: str) -> object:
+    if not isinstance(value, torch.Tensor):
+        return value
+    from fusecli.load.inputs import storage_span
+
+    span = storage_span(tuple(value.shape), tuple(value.stride()))
+    storage = value.as_strided((span,), (1,)).to(device)
+    return storage.as_strided(tuple(value.shape), tuple(value.stride()))
 
 
 def _values(shape: tuple[int, ...], dtype: DataType, generator: torch.Generator) -> torch.Tensor:
