@@ -1,35 +1,72 @@
-"""Properties over random fusions: the ATen executor agrees with the reference interpreter."""
+"""Properties over random fusions: the ATen executor agrees with the reference interpreter,
+and the float64 reference agrees with the reference to within the output dtype's rounding."""
 
 from __future__ import annotations
 
 import torch
 from hypothesis import HealthCheck, given, settings
 
+from fusecli.app.pipeline import reduction_sizes
+from fusecli.compare import compare_tensors, tolerance_for
+from fusecli.ir import dtype as dt
+from fusecli.load.inputs import clone_exact
 from fusecli.reference import run_reference
 from fusecli.runtime import execute_fusion
 from tests.random_fusions import random_fusion
+
+
+def _clone(inputs):
+    """Copies with the inputs' exact strides (clone() would densify an expanded input)."""
+    return clone_exact(list(inputs))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_fusion(max_steps=16))
 def test_aten_executor_matches_reference(case):
     fd, inputs = case
-    got = execute_fusion(fd.fusion, [t.clone() for t in inputs])
-    want = run_reference(fd.fusion, [t.clone() for t in inputs]).outputs
-    for actual, expected in zip(got, want, strict=True):
-        assert actual.dtype == expected.dtype
-        assert actual.shape == expected.shape
-        assert torch.allclose(actual.double(), expected.double(), equal_nan=True,
-                              rtol=1e-2, atol=1e-2)
+    got = execute_fusion(fd.fusion, _clone(inputs))
+    want = run_reference(fd.fusion, _clone(inputs)).outputs
+    reductions = reduction_sizes(fd.fusion, inputs)
+    for index, (actual, expected) in enumerate(zip(got, want, strict=True)):
+        tolerance = tolerance_for(expected.dtype, reductions.get(index, 1))
+        diff = compare_tensors(actual, expected, tolerance=tolerance)
+        assert diff.ok, diff
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_fusion(max_steps=8))
 def test_float64_reference_keeps_shapes_and_is_close(case):
+    """The float64 reference computes the same values: rounded to each output's dtype they
+    are within that dtype's tolerance of the plain reference (exact for bool and int).
+
+    Values are compared when no value is rounded to a narrower float before the end: the
+    float64 mode keeps every value in float64, casts included, so a down-cast followed by a
+    cancellation legitimately differs by more than the output's own rounding."""
     fd, inputs = case
-    plain = run_reference(fd.fusion, [t.clone() for t in inputs]).outputs
-    precise = run_reference(fd.fusion, [t.clone() for t in inputs], float64=True).outputs
-    for low, high in zip(plain, precise, strict=True):
+    compare_values = not _rounds_midway(fd.fusion)
+    plain = run_reference(fd.fusion, _clone(inputs)).outputs
+    precise = run_reference(fd.fusion, _clone(inputs), float64=True).outputs
+    reductions = reduction_sizes(fd.fusion, inputs)
+    for index, (low, high) in enumerate(zip(plain, precise, strict=True)):
         assert low.shape == high.shape
         if low.dtype.is_floating_point:
             assert high.dtype == torch.float64
+        else:
+            assert high.dtype == low.dtype
+        if compare_values:
+            tolerance = tolerance_for(low.dtype, reductions.get(index, 1))
+            diff = compare_tensors(high.to(low.dtype), low, tolerance=tolerance)
+            assert diff.ok, diff
+
+
+def _rounds_midway(fusion) -> bool:
+    """A cast to a narrower floating type whose result other exprs read."""
+    read = {v.uid for e in fusion.exprs for v in e.inputs}
+    for expr in fusion.exprs:
+        if expr.op.value != "cast":
+            continue
+        source, target = expr.inputs[0].dtype, expr.output.dtype
+        if dt.is_floating(source) and dt.is_floating(target):
+            if dt.info(target).bits < dt.info(source).bits and expr.output.uid in read:
+                return True
+    return False

@@ -185,8 +185,8 @@ def test_segmentation_never_changes_results(case):
     result = segment_fusion(fd.fusion, inputs)
     assert result.ok
     _check_invariants(result)
-    run = execute_segmented(result, [t.clone() for t in inputs])
-    expected = run_reference(fd.fusion, [t.clone() for t in inputs]).outputs
+    run = execute_segmented(result, _clone(inputs))
+    expected = run_reference(fd.fusion, _clone(inputs)).outputs
     for got, want in zip(run.outputs, expected, strict=True):
         assert got.dtype == want.dtype and got.shape == want.shape
         assert torch.allclose(got.double(), want.double(), equal_nan=True, rtol=1e-2, atol=1e-2)

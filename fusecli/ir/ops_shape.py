@@ -364,8 +364,9 @@ def cat(
         static = [e for e in extents if isinstance(e, int)]
         extent = static[0] if static else extents[0]
         domain.append(
-            IterDomain.broadcast() if all(d.is_broadcast for d in column)
-            else IterDomain.iteration(extent)
+            # an expanded broadcast stays expanded, as nvFuser's newOutputIterDomain keeps it
+            IterDomain.broadcast(next((d.expanded for d in column if d.expanded), None))
+            if all(d.is_broadcast for d in column) else IterDomain.iteration(extent)
         )
     out = TensorView(dtype=common, domain=tuple(domain))
     b.emit(OpType.cat, tensors, [out], dim=dim, manual_padding=bool(manual_padding))

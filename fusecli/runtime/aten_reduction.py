@@ -8,6 +8,7 @@ cast) and turned ``keepdim`` into a broadcast after the reduction, so each entry
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -37,10 +38,12 @@ def _reduce(function: Callable[..., Tensor]) -> AtenFn:
 
 
 def _prod(tensor: Tensor, dim: tuple[int, ...]) -> Tensor:
-    """torch.prod takes one dim: move the reduced dims last and flatten them into one."""
+    """torch.prod takes one dim: move the reduced dims last and flatten them into one (sized
+    explicitly: a -1 cannot be inferred when a kept dim is zero-size)."""
     kept = [size for axis, size in enumerate(tensor.shape) if axis not in dim]
+    reduced = math.prod(tensor.shape[axis] for axis in dim)
     moved = tensor.movedim(dim, tuple(range(-len(dim), 0)))
-    return torch.prod(moved.reshape(*kept, -1), dim=-1)
+    return torch.prod(moved.reshape(*kept, reduced), dim=-1)
 
 
 def _var(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:

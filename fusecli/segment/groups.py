@@ -142,9 +142,13 @@ class GroupGraph:
 
         Unlike ``toposort`` this looks at what each group computes itself, so an expr that
         two groups share (a forwarded input chain joined to several consumers) orders both.
+        A group that reads such a value without computing it (the consumer that rejected the
+        chain) reads it from the smallest group computing it: the chain's own group, which
+        reads only fusion inputs. Any other copy may itself wait for that reader (a chain
+        joined to the pointwise group after a linear that reads the chain: a cycle).
         """
         produced_by: dict[int, Group] = {}
-        for group in groups:
+        for group in sorted(groups, key=lambda g: len(g.exprs)):
             for expr in group.exprs:
                 for out in expr.outputs:
                     produced_by.setdefault(out.uid, group)

@@ -136,24 +136,32 @@ class Segmenter:
     def _forward_inputs(self, tensor_exprs: list[Expr]) -> set[int]:
         """Unary chains from fusion inputs, each value with one use that is not an output."""
         excluded: set[int] = set()
+        live = {e.uid for e in tensor_exprs}
+
+        def uses_of(value) -> list[Expr]:  # dead tensor exprs neither use nor keep a value
+            return [
+                use for use in self.graph.consumers.get(value.uid, [])
+                if use.uid in live or not self.graph.is_tensor_expr(use)
+            ]
+
         for value in self.fusion.inputs:
             chain: list[Expr] = []
             current = value
             while True:
-                uses = self.graph.consumers.get(current.uid, [])
+                uses = uses_of(current)
                 if len(uses) != 1 or uses[0].op.kind not in _FORWARDABLE:
                     break
                 use = uses[0]
                 out = use.output
                 if out.uid in self.graph.output_uids:
                     break
-                if any(c.op is OpType.segment_set for c in self.graph.consumers.get(out.uid, [])):
+                if any(c.op is OpType.segment_set for c in uses_of(out)):
                     break
                 if not isinstance(out, TensorView):
                     break
                 chain.append(use)
                 current = out
-            if chain and self.graph.consumers.get(current.uid):
+            if chain and uses_of(current):
                 self.forwarded.append(chain)
                 excluded.update(e.uid for e in chain)
         return excluded
