@@ -44,7 +44,7 @@ def use_emulated_kernels() -> None:
     import torch
 
     from fusecli.codegen import emulate
-    from fusecli.runtime import segmented
+    from fusecli.runtime import registry
     from fusecli.runtime.cupy_executor import CupyExecutor
 
     class EmulatingExecutor(CupyExecutor):
@@ -60,8 +60,7 @@ def use_emulated_kernels() -> None:
         def _launch(self, segment, prepared, values, device) -> None:
             emulate.emulate(prepared.kernel, values)
 
-    executor = EmulatingExecutor(poison=True)
-    segmented.kernel_executor = lambda name, strict=False: executor
+    registry.install("cupy", EmulatingExecutor(poison=True))
 
 
 def run_one(seed: int, options: RunOptions, max_ops: int) -> dict:
@@ -230,10 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     device = "cpu" if args.executor == "emulated" else "auto"
     options = RunOptions(executor=executor, device=device, timeout=args.timeout)
     if args.executor == "cupy":
-        from fusecli.runtime.segmented import kernel_executor
+        from fusecli.runtime.registry import executor_named
 
         try:
-            kernel_executor("cupy")
+            executor_named("cupy")
         except MissingEnvironmentError as error:
             print(f"fuzz: {error}", file=sys.stderr)
             return error.exit_code

@@ -516,3 +516,40 @@ def test_fault_injection_sends_the_segment_to_aten() -> None:
     assert (outcome.executor, outcome.fallback) == ("aten", "fault injection names mul")
     with pytest.raises(PipelineError, match="has no CUDA kernel: fault injection names mul"):
         EmulatingExecutor(strict=True).run_segment(segment, env, ctx)
+
+
+# -- regressions the fuzzer found (benchmarks/fuzz.py --executor emulated) ----------------------
+
+
+def test_zero_size_segments_get_no_kernel_and_say_why():
+    # fuzz seed 7: a kernel over a [0, 3] input divided an index by its zero extent.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        fd.add_output(fd.ops.relu(t0))
+        fd.add_output(fd.ops.tanh(fd.ops.sum(t1, [0], keepdim=True)))
+    empty, column = torch.empty(0, 3), torch.empty(0, 1)
+    kernels = kernels_of(fd.fusion, [empty, column])
+    assert kernels and all(isinstance(k, Unsupported) for _, k in kernels)
+    assert sorted(k.reason for _, k in kernels) == [
+        "T1 is zero-size: no CUDA generator for empty tensors",
+        "every output is zero-size: no kernel to launch (nvFuser's no_op)",
+    ]
+
+
+@needs_gxx
+def test_a_reduction_over_a_broadcast_dim_is_not_run_as_the_segments_row():
+    # fuzz seed 294: prod over a size-1 dim that maps to the kernel's reduced loop was
+    # accumulated over the whole row (3 factors instead of 1).
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Half)
+        t8 = fd.ops.prod(fd.ops.sigmoid(t0), dims=[0])
+        t13 = fd.ops.broadcast(t8, is_broadcast_dim=[False, True])
+        t15 = fd.ops.prod(fd.ops.sigmoid(t13), dims=[0], keepdim=True)
+        fd.add_output(fd.ops.mul(fd.ops.cast(t0, DataType.Float), t15))
+        fd.add_output(t8)
+    x = torch.tensor([[0.48], [0.43], [-0.41]], dtype=torch.float16)
+    check_on_emulator(fd.fusion, [x])  # any kernel generated must match the reference
+    ((segment, kernel),) = kernels_of(fd.fusion, [x])
+    assert segment.scheduler == "reduction"
+    assert kernel.reason == "T6 reduces a row of another length than T2's in segment 0"

@@ -58,11 +58,28 @@ def generate(segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | 
     name = f"fusecli_{segment.scheduler}_s{segment.id}"
     try:
         ctx = KernelContext(segment, sizes, inputs)
+        empty = _zero_size_reason(ctx)
+        if empty is not None:
+            return Unsupported(empty)
         params = heuristics_for(ctx)
         kernel = generator(ctx, name, params)
     except UnsupportedError as error:
         return Unsupported(error.reason)
     return replace(kernel, params=params.describe(segment.scheduler))
+
+
+def _zero_size_reason(ctx: KernelContext) -> str | None:
+    """Why a segment with zero-size tensors gets no kernel: with every output empty there is
+    nothing to launch (nvFuser's no_op); an empty input or intermediate feeding a non-empty
+    output (a sum over an empty dim, a cat with an empty piece) runs on ATen."""
+    segment = ctx.segment
+    if segment.outputs and all(ctx.numel(out) == 0 for out in segment.outputs):
+        return "every output is zero-size: no kernel to launch (nvFuser's no_op)"
+    tensors = [*segment.inputs, *(o for e in segment.exprs for o in e.tensor_outputs())]
+    for tensor in tensors:
+        if ctx.numel(tensor) == 0:
+            return f"{ctx.name(tensor)} is zero-size: no CUDA generator for empty tensors"
+    return None
 
 
 def heuristics_for(ctx: KernelContext) -> HeuristicParams:

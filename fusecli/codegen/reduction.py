@@ -16,6 +16,8 @@ reading the row again.
 
 from __future__ import annotations
 
+import math
+
 from fusecli.codegen import cdtypes
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
@@ -55,7 +57,15 @@ def build_reduction(ctx: KernelContext, name: str, plan: ReductionParams) -> Ker
 def _check_rows(ctx: KernelContext, reference: TensorView, plan: ReductionParams) -> None:
     """Every reduction of the segment must reduce the reference's ``reduced_dims``."""
     dims = plan.reduced_dims
+    row_length = math.prod(ctx.shape(reference)[d] for d in dims)
     for expr in ctx.candidate.reduction_exprs:
+        source = ctx.shape(expr.inputs[0])
+        if math.prod(source[d] for d in expr.attr("dims")) != row_length:
+            # e.g. a reduction over a broadcast (size-1) dim that maps to the reduced loop
+            raise UnsupportedError(
+                f"{ctx.name(expr.tensor_outputs()[0])} reduces a row of another length than "
+                f"{ctx.name(reference)}'s in segment {ctx.segment.id}"
+            )
         positions = loop_positions(ctx, expr.inputs[0], reference)
         reduced = set(expr.attr("dims"))
         if positions is None or any(

@@ -35,6 +35,14 @@ def executor_named(name: str) -> Executor:
     return made
 
 
+def install(name: str, executor: Executor) -> None:
+    """Make ``executor`` the shared one named ``name``: a stand-in with the same protocol (the
+    fuzz benchmark's CPU emulation of the CuPy executor's kernels, a test's double)."""
+    if name not in EXECUTORS:
+        raise InputError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTOR_NAMES)}")
+    _made[name] = executor
+
+
 def auto_executor() -> Executor:
     for name in AUTO_ORDER:
         try:
