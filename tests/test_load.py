@@ -456,6 +456,22 @@ def test_yaml_is_loaded_safely(tmp_path):
         ("T9 = '{0.ops}'.format(fd)", "attribute 'format': only attributes of DataType and fd"),
         ("T9 = fd.repro_script_for().join", "attribute 'join': only attributes of"),
         ("for x in []: pass", "For statements are not allowed"),
+        # rebinding a root name, then reading attributes of what it now names
+        ("DataType = '{0.__init__.__globals__}'", "name 'DataType' cannot be assigned to"),
+        ("fd = 'x'", "name 'fd' cannot be assigned to"),
+        ("float = fd", "name 'float' cannot be assigned to"),
+        ("T9, DataType = fd.ops.neg(T0), 1", "name 'DataType' cannot be assigned to"),
+        ("T9 = DataType.zfill(50000000000)", "attribute DataType.zfill is not allowed"),
+        # attribute walks through fd towards modules and globals
+        ("T9 = fd.fusion", "attribute fd.fusion is not allowed"),
+        ("T9 = fd.ops.add.func", "attribute fd.ops.add.func is not allowed"),
+        ("T9 = fd.execute", "attribute fd.execute is not allowed"),
+        ("T9 = fd.ops.nonexistent(T0)", "attribute fd.ops.nonexistent is not allowed"),
+        ("T9 = DataType.Float.name", "attribute DataType.Float.name is not allowed"),
+        # huge literals and deep nesting
+        ("T9 = fd.define_scalar(" + "9" * 40 + ")", "an integer literal this large"),
+        ("T9 = fd.define_scalar('" + "x" * 5000 + "')", "a literal of 5000 characters"),
+        ("T9 = " + "[" * 300 + "]" * 300, "too many nested parentheses"),
     ],
 )
 def test_yaml_definition_cannot_run_arbitrary_code(tmp_path, statement, message):
@@ -699,3 +715,15 @@ def test_every_corpus_fusion_converts_to_yaml_and_back(path, tmp_path):
     first = convert_file(path, tmp_path / "yaml" / f"{path.stem}.yaml")
     convert_file(tmp_path / "yaml" / f"{path.stem}.yaml", tmp_path / "python" / path.name)
     assert convert_file(tmp_path / "python" / path.name, to="yaml") == first
+
+
+def test_yaml_aliases_are_refused_so_a_small_file_cannot_stand_for_a_billion_values(tmp_path):
+    levels = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for previous, name in zip("abcdefgh", "bcdefghi"):
+        levels.append(f"{name}: &{name} [{', '.join([f'*{previous}'] * 10)}]")
+    text = YAML_FUSION + "x:\n" + "".join(f"  {line}\n" for line in levels) + "name: *i\n"
+    path = write(tmp_path, "laughs.yaml", text)
+    with pytest.raises(InputError, match=r"aliases \(\*name\) are not allowed") as error:
+        load_yaml(path)
+    assert error.value.where.startswith(f"{path}:")
+

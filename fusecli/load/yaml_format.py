@@ -118,9 +118,22 @@ def parse_documents(text: str, filename: str, *, seed: int = 0) -> list[FusionDo
     return documents
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without aliases: ``*name`` could make a small file stand for a billion
+    values (the "billion laughs"), and fusecli's own files never need one."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in a fusecli YAML file",
+                self.peek_event().start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
 def _compose(text: str, filename: str) -> list[tuple[Any, yaml.Node]]:
     """(data, node) per non-empty document; nodes keep the lines for error messages."""
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     found = []
     try:
         while loader.check_node():
@@ -212,7 +225,8 @@ class _Flow(dict):
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data: Any) -> bool:  # shared values written out, never as *aliases
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
