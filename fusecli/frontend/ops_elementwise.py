@@ -74,10 +74,10 @@ _OPERAND_ALIASES = ("arg", "arg1", "arg2", "arg3", "other", "input")
 def _make_elementwise(op: OpType) -> Callable[..., State]:
     definition = op.definition
     arity = definition.arity
+    names = tuple(dict.fromkeys(definition.params + _OPERAND_ALIASES))
 
     def method(self: ElementwiseOps, *args: Any, **kwargs: Any) -> State:
         if kwargs:
-            names = dict.fromkeys(definition.params + _OPERAND_ALIASES)
             args = args + tuple(kwargs.pop(n) for n in names if n in kwargs)
             if kwargs:
                 raise TypeError(f"fd.ops.{op.value}() got unexpected arguments {sorted(kwargs)}")

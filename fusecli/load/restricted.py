@@ -15,6 +15,7 @@ globals and builtins.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -168,6 +169,7 @@ def _check_attribute_path(node: ast.Attribute, roots: set[str]) -> None:
         )
 
 
+@functools.cache
 def _definition_calls() -> frozenset[str]:
     return frozenset(
         n for n in dir(FusionDefinition)
@@ -175,6 +177,7 @@ def _definition_calls() -> frozenset[str]:
     )
 
 
+@functools.cache
 def _op_names() -> frozenset[str]:
     from fusecli.frontend.ops import Ops
 
