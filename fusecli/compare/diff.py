@@ -175,12 +175,17 @@ def compare_tensors(
     tolerance: Tolerance,
     check_strides: bool = False,
     expected_strides: tuple[int, ...] | list[int] | None = None,
+    against_float64: bool = False,
 ) -> OutputDiff:
     """Compare an executor's output ``actual`` against eager torch's ``expected``.
 
     ``float64_reference``, the same computation in float64, settles value mismatches: see
     ``Closer``. With ``check_strides``, the strides of ``actual`` must equal ``expected_strides``
     (by default those of ``expected``) in every dimension of size above 1.
+
+    With ``against_float64`` (the analytic tolerance), floating-point values are compared with
+    ``float64_reference`` itself instead of eager torch; dtype, shape and strides still come
+    from ``expected``, and integer or boolean outputs still compare exactly with eager torch.
     """
     actual_strides = wanted_strides = None
     if check_strides:
@@ -236,6 +241,12 @@ def compare_tensors(
             **fields,
         )
 
+    if against_float64 and float64_reference is not None and kind in (Kind.REAL, Kind.COMPLEX):
+        reference = _on_cpu(float64_reference, "float64_reference")
+        if reference.shape == expected.shape:
+            expected, float64_reference = reference, None
+            kind = pair_kind(actual.dtype, expected.dtype)
+            notes.append("values compared with the float64 reference")
     errors = element_errors(actual, expected, kind)
     if kind is Kind.EXACT or kind is Kind.PACKED or tolerance.exact:
         mismatch = errors.differs
