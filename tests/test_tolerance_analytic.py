@@ -96,3 +96,12 @@ def test_an_unplanted_rms_norm_passes_with_its_bound_reported() -> None:
     for diff in outcome.outputs:
         assert "vs float64" in diff.tolerance.source
         assert JUDGED_AGAINST_FLOAT64 in diff.notes
+
+
+def test_a_cpu_aten_run_says_it_compares_torch_with_torch() -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["run", str(RMS_NORM), "--executor", "aten", "--json"])
+    (fusion,) = json.loads(result.stdout)["fusions"]
+    assert fusion["check"] == "ATen executor vs reference, both torch"
+    rich = runner.invoke(cli, ["run", str(RMS_NORM), "--executor", "aten"])
+    assert "ATen executor vs reference, both torch" in rich.stdout

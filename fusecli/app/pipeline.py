@@ -80,6 +80,16 @@ class FusionOutcome:
     def ok(self) -> bool:
         return self.status == "pass"
 
+    @property
+    def check(self) -> str:
+        """What was compared with what, honestly: ATen against the reference is torch twice."""
+        executors = {s.executor for s in self.segments}
+        if executors <= {"aten"}:
+            return "ATen executor vs reference, both torch"
+        if executors == {"cupy"}:
+            return "generated CUDA kernels vs reference (torch)"
+        return "generated CUDA kernels and ATen vs reference (torch)"
+
 
 @dataclass(slots=True)
 class RunReport:
