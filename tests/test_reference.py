@@ -956,3 +956,22 @@ def test_reference_and_ir_promotion_agree(op: str) -> None:
                                                                            is_tensor, ndim)
                 checked += 1
     assert checked > 100
+
+
+def test_a_wrong_ir_promotion_rule_shows_as_a_dtype_mismatch(monkeypatch) -> None:
+    # The reference derives exp's dtype from its operand (bf16 computes and returns Float);
+    # an IR that wrongly kept bf16 would, with a reference casting to the IR's dtype, agree.
+    from fusecli.compare import compare_tensors, tolerance_for
+    from fusecli.ir import ops_elementwise
+    from fusecli.ir.dtype import Promotion
+
+    monkeypatch.setitem(ops_elementwise.PROMOTION, OpType.exp, Promotion.SAME)
+    inputs = [_randn(4, 8, dtype=torch.bfloat16)]
+    fd = _define(lambda fd, t: fd.ops.exp(t), inputs)
+    (ir_output,) = fd.fusion.outputs
+    assert ir_output.value.dtype is DataType.BFloat16  # the planted wrong rule took effect
+    (expected,) = run_reference(fd.fusion, inputs).outputs
+    assert expected.dtype == torch.float32
+    wrong = torch.exp(inputs[0].float()).to(torch.bfloat16)  # an executor following the IR
+    diff = compare_tensors(wrong, expected, tolerance=tolerance_for(torch.float32))
+    assert not diff.ok and not diff.dtype_ok
