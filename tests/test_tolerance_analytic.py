@@ -105,3 +105,15 @@ def test_a_cpu_aten_run_says_it_compares_torch_with_torch() -> None:
     assert fusion["check"] == "ATen executor vs reference, both torch"
     rich = runner.invoke(cli, ["run", str(RMS_NORM), "--executor", "aten"])
     assert "ATen executor vs reference, both torch" in rich.stdout
+
+
+def test_an_executor_that_loses_an_output_does_not_pass() -> None:
+    from fusecli.app.pipeline import diff_outputs
+    from fusecli.errors import PipelineError
+
+    (loaded,) = load_path(RMS_NORM, device="cpu")
+    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu"))
+    assert len(outcome.outputs) == 2
+    one = [torch.zeros(1)]
+    with pytest.raises(PipelineError, match="1 outputs from the executor, 2 expected"):
+        diff_outputs(loaded.fusion, loaded.inputs, one, one * 2, None, RunOptions())

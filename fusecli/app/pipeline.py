@@ -83,12 +83,10 @@ class FusionOutcome:
     @property
     def check(self) -> str:
         """What was compared with what, honestly: ATen against the reference is torch twice."""
-        executors = {s.executor for s in self.segments}
-        if executors <= {"aten"}:
+        kinds = {s.executor for s in self.segments}
+        if kinds <= {"aten"}:
             return "ATen executor vs reference, both torch"
-        if executors == {"cupy"}:
-            return "generated CUDA kernels vs reference (torch)"
-        return "generated CUDA kernels and ATen vs reference (torch)"
+        return f"generated CUDA kernels{'' if kinds == {'cupy'} else ' and ATen'} vs reference"
 
 
 @dataclass(slots=True)
@@ -302,6 +300,8 @@ def diff_outputs(
     from fusecli.compare.analytic import output_scale
     from fusecli.compare.budget import output_budgets
 
+    if len(actual) != len(expected):  # a lost output must not pass unseen
+        raise PipelineError(f"{len(actual)} outputs from the executor, {len(expected)} expected")
     reductions = reduction_sizes(fusion, inputs)
     analytic = options.tolerance == "analytic" and precise is not None
     budgets = output_budgets(fusion, reductions) if analytic else {}
