@@ -1,5 +1,6 @@
-"""Compare executor outputs against eager torch (and optionally float64), with nvFuser-style
-tolerances by dtype and reduction size."""
+"""Compare executor outputs with the reference: by default against the float64 reference within
+a bound from error analysis (``analytic``), or against eager torch with nvFuser-style tolerances
+by dtype and reduction size (``tolerance``, ``--tolerance loose``)."""
 
 from __future__ import annotations
 
