@@ -64,7 +64,7 @@ EXECUTION_OPTIONS = (
         show_default=True,
         help="How outputs are judged. analytic: floating-point values against the float64 "
         "reference, within half an ulp of the output dtype plus the float32 rounding error "
-        "the fusion's ops and reductions can make (a 1%% error in a bfloat16 output is caught). "
+        "the fusion's ops and reductions can make (a 1% error in a bfloat16 output is caught). "
         "loose: against eager torch, rtol growing with 1 + log2(reduction size), float64 as "
         "tie-break. --rtol/--atol override either.",
     ),
