@@ -901,3 +901,77 @@ def test_inputs_that_do_not_fit(inputs: list, message: str) -> None:
     with pytest.raises(ReferenceInputError, match=message) as caught:
         run_reference(fd.fusion, inputs)
     assert caught.value.exit_code == 2
+
+
+# -- the reference's own promotion table agrees with the IR's --------------------------------
+
+_PROMOTION_DTYPES = (
+    torch.bool, torch.int32, torch.int64, torch.bfloat16, torch.float16, torch.float32,
+    torch.float64, torch.complex64, torch.complex128,
+)
+# (is_tensor, ndim) of a second operand: a tensor, a 0-dim tensor, a scalar
+_OPERAND_KINDS = ((True, 2), (True, 0), (False, 0))
+
+
+def _promotion_cases():
+    from fusecli.ir.ops_elementwise import PROMOTION
+    from fusecli.reference.promotion import CONFIG
+
+    both = sorted(set(CONFIG) & {op.value for op in PROMOTION})
+    assert len(both) >= 80, both  # the tables cover the same elementwise ops
+    return both
+
+
+def test_the_reference_promotion_table_covers_the_irs_elementwise_ops() -> None:
+    from fusecli.ir.ops_elementwise import PROMOTION
+    from fusecli.reference.promotion import CONFIG
+
+    assert {op.value for op in PROMOTION} - {"real", "imag", "abs"} <= set(CONFIG)
+
+
+@pytest.mark.parametrize("op", _promotion_cases())
+def test_reference_and_ir_promotion_agree(op: str) -> None:
+    from fusecli.ir.dtype import Operand, promote
+    from fusecli.ir.ops_elementwise import PROMOTION
+    from fusecli.reference.promotion import Arg, output_dtype
+
+    rule = PROMOTION[OpType(op)]
+    checked = 0
+    for first in _PROMOTION_DTYPES:
+        for second in _PROMOTION_DTYPES:
+            for is_tensor, ndim in _OPERAND_KINDS:
+                ir_args = [Operand(from_torch(first), True, 2),
+                           Operand(from_torch(second), is_tensor, ndim)]
+                ref_args = [Arg(first, True, 2), Arg(second, is_tensor, ndim)]
+                if op == "where":
+                    ir_args = [Operand(from_torch(torch.bool), True, 2), *ir_args]
+                    ref_args = [Arg(torch.bool, True, 2), *ref_args]
+                try:
+                    _, ir_output = promote(ir_args if op != "where" else ir_args[1:], rule)
+                except (ValueError, KeyError):
+                    continue  # the IR rejects the pair: nothing to agree on
+                from fusecli.ir.dtype import to_torch
+
+                assert output_dtype(op, ref_args) == to_torch(ir_output), (op, first, second,
+                                                                           is_tensor, ndim)
+                checked += 1
+    assert checked > 100
+
+
+def test_a_wrong_ir_promotion_rule_shows_as_a_dtype_mismatch(monkeypatch) -> None:
+    # The reference derives exp's dtype from its operand (bf16 computes and returns Float);
+    # an IR that wrongly kept bf16 would, with a reference casting to the IR's dtype, agree.
+    from fusecli.compare import compare_tensors, tolerance_for
+    from fusecli.ir import ops_elementwise
+    from fusecli.ir.dtype import Promotion
+
+    monkeypatch.setitem(ops_elementwise.PROMOTION, OpType.exp, Promotion.SAME)
+    inputs = [_randn(4, 8, dtype=torch.bfloat16)]
+    fd = _define(lambda fd, t: fd.ops.exp(t), inputs)
+    (ir_output,) = fd.fusion.outputs
+    assert ir_output.value.dtype is DataType.BFloat16  # the planted wrong rule took effect
+    (expected,) = run_reference(fd.fusion, inputs).outputs
+    assert expected.dtype == torch.float32
+    wrong = torch.exp(inputs[0].float()).to(torch.bfloat16)  # an executor following the IR
+    diff = compare_tensors(wrong, expected, tolerance=tolerance_for(torch.float32))
+    assert not diff.ok and not diff.dtype_ok

@@ -30,11 +30,17 @@ class RunOptions:
     rtol: float | None = None
     atol: float | None = None
     float64_tiebreak: bool = True
+    tolerance: str = "analytic"  # analytic: vs float64 by error analysis; loose: vs eager torch
     rules: str = "nvfuser"
     strict: bool = False  # a segment without a generated kernel is an error, not ATen
     timeout: float | None = None  # seconds one file (load and runs) may take; None: no limit
     all_calls: bool = False  # every fd.execute call of a script, not one per input signature
     debug: bool = False  # let errors propagate, with their tracebacks
+
+    @property
+    def needs_float64(self) -> bool:
+        """Whether the float64 reference runs: the analytic bound or the tie-break needs it."""
+        return self.float64_tiebreak or self.tolerance == "analytic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,14 @@ class FusionOutcome:
     @property
     def ok(self) -> bool:
         return self.status == "pass"
+
+    @property
+    def check(self) -> str:
+        """What was compared with what, honestly: ATen against the reference is torch twice."""
+        kinds = {s.executor for s in self.segments}
+        if kinds <= {"aten"}:
+            return "ATen executor vs reference, both torch"
+        return f"generated CUDA kernels{'' if kinds == {'cupy'} else ' and ATen'} vs reference"
 
 
 @dataclass(slots=True)
@@ -245,7 +259,7 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
         actual = run.outputs
         expected = run_reference(fusion, _clone(loaded.inputs), seed=options.seed).outputs
         precise = None
-        if options.float64_tiebreak:
+        if options.needs_float64:
             precise = run_reference(
                 fusion, _clone(loaded.inputs), float64=True, seed=options.seed
             ).outputs
@@ -262,6 +276,9 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
     return outcome
 
 
+UNBOUNDED = "loose: rounded below float32 inside the fusion, then computed with"
+
+
 def diff_outputs(
     fusion: Any,
     inputs: Sequence[Any],
@@ -270,19 +287,41 @@ def diff_outputs(
     precise: Sequence[Any] | None,
     options: RunOptions,
 ) -> list[Any]:
-    """Each output against the reference: tolerances by dtype and reduction size, and the
-    float64 reference (``precise``) as tie-break. One ``OutputDiff`` per output."""
-    from fusecli.compare import compare_tensors, tolerance_for
+    """Each output against the reference, one ``OutputDiff`` per output.
 
+    ``analytic`` (with the float64 reference ``precise``): floating-point values against float64
+    within a bound from error analysis (``fusecli.compare.analytic``), except outputs whose
+    values are rounded below float32 inside the fusion and then computed with (the analysis
+    does not bound them: ``UNBOUNDED``, compared loosely). ``loose``: against eager
+    torch, tolerances by dtype and reduction size, float64 as tie-break. A missing or extra
+    output is a mismatch of its own, never dropped by a zip.
+    """
+    from fusecli.compare import analytic_tolerance, compare_tensors, tolerance_for
+    from fusecli.compare.analytic import output_scale
+    from fusecli.compare.budget import output_budgets
+
+    if len(actual) != len(expected):  # a lost output must not pass unseen
+        raise PipelineError(f"{len(actual)} outputs from the executor, {len(expected)} expected")
     reductions = reduction_sizes(fusion, inputs)
+    analytic = options.tolerance == "analytic" and precise is not None
+    budgets = output_budgets(fusion, reductions) if analytic else {}
     diffs = []
-    for index, (got, want) in enumerate(zip(actual, expected)):
-        tolerance = tolerance_for(
-            want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol
-        )
+    for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        reference = precise[index] if precise is not None else None
+        bounded = analytic and budgets[index] is not None
+        if bounded:
+            tolerance = analytic_tolerance(
+                want.dtype, budgets[index], output_scale(reference),
+                rtol=options.rtol, atol=options.atol,
+            )
+        else:
+            tolerance = tolerance_for(
+                want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol,
+                why_loose=UNBOUNDED if analytic else None,
+            )
         diffs.append(compare_tensors(
-            got, want, tolerance=tolerance,
-            float64_reference=precise[index] if precise is not None else None,
+            got, want, tolerance=tolerance, float64_reference=reference,
+            against_float64=bounded,
         ))
     return diffs
 

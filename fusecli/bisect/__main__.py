@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rtol", type=float, default=None)
     parser.add_argument("--atol", type=float, default=None)
+    parser.add_argument("--tolerance", choices=["analytic", "loose"], default="analytic")
     parser.add_argument("--no-tiebreak", action="store_true")
     return parser
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     options = RunOptions(
         executor=args.executor, device=args.device, seed=args.seed, rtol=args.rtol,
         atol=args.atol, float64_tiebreak=not args.no_tiebreak, rules=args.rules,
+        tolerance=args.tolerance,
     )
     _say(PHASE, "load")
     try:

@@ -109,7 +109,7 @@ def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> V
     try:
         expected = run_reference(fusion, _clone(inputs), seed=options.seed).outputs
         precise = None
-        if options.float64_tiebreak:
+        if options.needs_float64:
             precise = run_reference(fusion, _clone(inputs), float64=True, seed=options.seed)
             precise = precise.outputs
     except ReferenceInputError as error:

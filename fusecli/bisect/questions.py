@@ -108,6 +108,8 @@ def child_command(source: Path, question: Question, options: RunOptions) -> list
         argv += ["--rtol", repr(options.rtol)]
     if options.atol is not None:
         argv += ["--atol", repr(options.atol)]
+    if options.tolerance != "analytic":
+        argv += ["--tolerance", options.tolerance]
     if not options.float64_tiebreak:
         argv.append("--no-tiebreak")
     return argv

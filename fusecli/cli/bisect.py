@@ -52,7 +52,7 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 @guarded
 def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, repeat, jobs, mode,
            no_shrink, max_queries, output_dir, force, in_process, no_fork, as_json, executor,
-           device, rules, seed, rtol, atol, no_tiebreak) -> int:
+           device, rules, seed, rtol, atol, tolerance, no_tiebreak) -> int:
     """Localize a failure: the first diverging segment, then the smallest repro that fails.
 
     Every question runs in a process of its own with a timeout (forked from a preloaded
@@ -95,7 +95,7 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
     debug = debug_enabled()
     run_options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
-        float64_tiebreak=not no_tiebreak, debug=debug,
+        float64_tiebreak=not no_tiebreak, tolerance=tolerance, debug=debug,
     )
     options = BisectOptions(
         run=run_options, kind=kind, check_str=check_str, timeout=timeout, repeat=repeat,

@@ -61,13 +61,22 @@ EXECUTION_OPTIONS = (
                  help="Override the relative tolerance."),
     click.option("--atol", type=float, default=None, callback=check_tolerance,
                  help="Override the absolute tolerance."),
+    click.option(
+        "--tolerance", type=click.Choice(["analytic", "loose"]), default="analytic",
+        show_default=True,
+        help="How outputs are judged. analytic: floating-point values against the float64 "
+        "reference, within half an ulp of the output dtype plus the float32 rounding error "
+        "the fusion's ops and reductions can make (a 1% error in a bfloat16 output is caught). "
+        "loose: against eager torch, rtol growing with 1 + log2(reduction size), float64 as "
+        "tie-break. --rtol/--atol override either.",
+    ),
     click.option("--no-tiebreak", is_flag=True,
                  help="Do not run the float64 reference to excuse results closer to float64."),
 )
 
 
 def execution_options(command: Callable) -> Callable:
-    """--executor, --device, --rules, --seed, --rtol, --atol and --no-tiebreak."""
+    """--executor, --device, --rules, --seed, --rtol, --atol, --tolerance, --no-tiebreak."""
     for option in reversed(EXECUTION_OPTIONS):
         command = option(command)
     return command

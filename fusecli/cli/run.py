@@ -38,8 +38,8 @@ from fusecli.cli.options import check_writable, execution_options
 @click.option("--shard", default=None, metavar="K/N",
               help="Run only the K-th of N slices of the sorted file list (CI matrices).")
 @guarded
-def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, verbose, strict,
-        junit, timeout, all_calls, jobs, shard) -> int:
+def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no_tiebreak, verbose,
+        strict, junit, timeout, all_calls, jobs, shard) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
@@ -59,7 +59,8 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, no_tiebreak, 
     warn_fault_injection()
     options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
-        float64_tiebreak=not no_tiebreak, strict=strict, timeout=timeout, all_calls=all_calls,
+        float64_tiebreak=not no_tiebreak, tolerance=tolerance, strict=strict, timeout=timeout,
+        all_calls=all_calls,
         debug=debug_enabled(),
     )
     selected = parse_shard(shard)

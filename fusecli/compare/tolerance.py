@@ -134,10 +134,12 @@ def tolerance_for(
     *,
     rtol: float | None = None,
     atol: float | None = None,
+    why_loose: str | None = None,
 ) -> Tolerance:
     """The tolerance for an output of ``dtype``, each element reducing ``reduction_size`` values.
 
-    ``rtol`` / ``atol``, when given, override the computed value of that one bound.
+    ``rtol`` / ``atol``, when given, override the computed value of that one bound;
+    ``why_loose`` says why these tolerances serve where the analytic ones were asked for.
     """
     if reduction_size < 0:
         raise ValueError(f"reduction_size must be >= 0, got {reduction_size}")
@@ -148,6 +150,8 @@ def tolerance_for(
     base = _base_for(dtype)
     computed_rtol, computed_atol = base.rtol, base.atol
     parts = [f"{dtype_name(dtype)}: {base.origin}"]
+    if why_loose is not None:
+        parts.insert(0, why_loose)
     # An empty reduction (size 0) produces the identity without rounding: treat it as elementwise.
     elements = max(reduction_size, 1)
     if elements > 1 and not (base.rtol == 0.0 and base.atol == 0.0):

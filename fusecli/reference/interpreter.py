@@ -26,6 +26,7 @@ from fusecli.errors import FusecliError
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Val, Vector
 from fusecli.ir.optype import OpKind
+from fusecli.reference import promotion
 from fusecli.reference.context import OpContext, compute_dtype, python_scalar, with_stride_order
 from fusecli.reference.rules import RULES
 
@@ -100,8 +101,9 @@ def _evaluate(position: int, expr: Expr, ctx: OpContext, env: dict[int, object])
         results = rule(ctx, *operands)
         if len(expr.outputs) == 1:
             results = (results,)
+        own = _own_dtype(expr, operands, ctx.float64)
         return [
-            _conform(out, value, ctx.float64)
+            _conform(out, value, ctx.float64, own)
             for out, value in zip(expr.outputs, results, strict=True)
         ]
     except Exception as error:  # torch raises RuntimeError, IndexError, ValueError, ...
@@ -120,9 +122,27 @@ def _read(env: dict[int, object], value: Val, float64: bool) -> object:
     return env[value.uid]
 
 
-def _conform(out: Val, value: object, float64: bool) -> object:
-    """``value`` in the IR dtype of ``out``, checked against its rank and static sizes."""
-    dtype = compute_dtype(out.dtype, float64)
+def _own_dtype(expr: Expr, operands: list[object], float64: bool) -> torch.dtype | None:
+    """An elementwise result's dtype by the reference's own promotion table, from the dtypes
+    of the operands the reference holds: not the IR's, so a wrong IR rule shows as a dtype
+    mismatch instead of agreeing with itself. None for ops the table does not cover."""
+    if float64 or len(expr.outputs) != 1 or expr.op.value not in promotion.CONFIG:
+        return None
+    args = []
+    for value, operand in zip(expr.inputs, operands):
+        if isinstance(operand, torch.Tensor):
+            args.append(promotion.Arg(operand.dtype, True, operand.dim()))
+        elif isinstance(value, TensorView | Scalar):
+            args.append(promotion.Arg(compute_dtype(value.dtype, False), False))
+    return promotion.output_dtype(expr.op.value, args) if args else None
+
+
+def _conform(out: Val, value: object, float64: bool, own: torch.dtype | None = None) -> object:
+    """``value`` in the dtype of ``out`` (the reference's ``own`` where it has one, else the
+    IR's), checked against its rank and static sizes."""
+    dtype = own if own is not None and isinstance(out, TensorView) else compute_dtype(
+        out.dtype, float64
+    )
     if isinstance(out, Scalar):
         return python_scalar(value, dtype)
     if not isinstance(value, torch.Tensor):

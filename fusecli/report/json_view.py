@@ -31,6 +31,7 @@ def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
             }
             for s in outcome.segments
         ],
+        "check": outcome.check,
         "outputs": outputs,
         "notices": list(outcome.notices),
         "seconds": round(outcome.seconds, 6),

@@ -52,7 +52,7 @@ def segments_table(outcome: FusionOutcome) -> Table:
 
 
 def outputs_table(outcome: FusionOutcome) -> Table:
-    table = Table(title="outputs vs eager torch", title_justify="left", show_edge=False,
+    table = Table(title=f"outputs: {outcome.check}", title_justify="left", show_edge=False,
                   pad_edge=False)
     for column in ("#", "dtype", "shape", "max abs", "max rel", "mismatches", "verdict"):
         table.add_column(column)
