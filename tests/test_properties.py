@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from fusecli.app.pipeline import reduction_sizes
+from fusecli.app.judge import reduction_sizes
 from fusecli.compare import compare_tensors, tolerance_for
 from fusecli.ir import dtype as dt
 from fusecli.load.inputs import clone_exact

@@ -2,7 +2,7 @@
 and a planted 1% error in an ATen entry that a CuPy segment falls back to is still caught.
 
 CUDA's float32 math (``expf``, ``tanhf``, ``rsqrtf``: within 2 ulp, fast-math off) and fused
-multiply-adds are what ``ULPS_PER_OP = 4`` in ``fusecli.compare.analytic`` allows for.
+multiply-adds are what ``ULPS_PER_OP = 4`` in ``fusecli.reference.bounds`` allows for.
 """
 
 from __future__ import annotations

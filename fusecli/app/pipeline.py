@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fusecli.app.judge import diff_outputs, float64_reference
 from fusecli.errors import FusecliError, InputError, PipelineError
 
 EXIT_OK, EXIT_MISMATCH = 0, 1
@@ -258,72 +259,20 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
         ]
         actual = run.outputs
         expected = run_reference(fusion, _clone(loaded.inputs), seed=options.seed).outputs
-        precise = None
-        if options.needs_float64:
-            precise = run_reference(
-                fusion, _clone(loaded.inputs), float64=True, seed=options.seed
-            ).outputs
+        precise, bounds = float64_reference(fusion, loaded.inputs, options)
     except FusecliError as error:
         if options.debug:
             raise
         outcome.status, outcome.error, outcome.exit_code = "error", str(error), error.exit_code
         outcome.seconds = time.perf_counter() - started
         return outcome
-    outcome.outputs = diff_outputs(fusion, loaded.inputs, actual, expected, precise, options)
+    outcome.outputs = diff_outputs(
+        fusion, loaded.inputs, actual, expected, precise, options, bounds
+    )
     if not all(d.ok for d in outcome.outputs):
         outcome.status, outcome.exit_code = "mismatch", EXIT_MISMATCH
     outcome.seconds = time.perf_counter() - started
     return outcome
-
-
-UNBOUNDED = "loose: rounded below float32 inside the fusion, then computed with"
-
-
-def diff_outputs(
-    fusion: Any,
-    inputs: Sequence[Any],
-    actual: Sequence[Any],
-    expected: Sequence[Any],
-    precise: Sequence[Any] | None,
-    options: RunOptions,
-) -> list[Any]:
-    """Each output against the reference, one ``OutputDiff`` per output.
-
-    ``analytic`` (with the float64 reference ``precise``): floating-point values against float64
-    within a bound from error analysis (``fusecli.compare.analytic``), except outputs whose
-    values are rounded below float32 inside the fusion and then computed with (the analysis
-    does not bound them: ``UNBOUNDED``, compared loosely). ``loose``: against eager
-    torch, tolerances by dtype and reduction size, float64 as tie-break. A missing or extra
-    output is a mismatch of its own, never dropped by a zip.
-    """
-    from fusecli.compare import analytic_tolerance, compare_tensors, tolerance_for
-    from fusecli.compare.analytic import output_scale
-    from fusecli.compare.budget import output_budgets
-
-    if len(actual) != len(expected):  # a lost output must not pass unseen
-        raise PipelineError(f"{len(actual)} outputs from the executor, {len(expected)} expected")
-    reductions = reduction_sizes(fusion, inputs)
-    analytic = options.tolerance == "analytic" and precise is not None
-    budgets = output_budgets(fusion, reductions) if analytic else {}
-    diffs = []
-    for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
-        reference = precise[index] if precise is not None else None
-        bounded = analytic and budgets[index] is not None
-        if bounded:
-            tolerance = analytic_tolerance(
-                want.dtype, budgets[index], output_scale(reference),
-                rtol=options.rtol, atol=options.atol,
-            )
-        else:
-            tolerance = tolerance_for(
-                want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol,
-                why_loose=UNBOUNDED if analytic else None,
-            )
-        diffs.append(compare_tensors(
-            got, want, tolerance=tolerance, float64_reference=reference,
-            against_float64=bounded,
-        ))
-    return diffs
 
 
 def _clone(inputs: Sequence[Any]) -> list[Any]:
@@ -348,52 +297,3 @@ def describe_inputs(inputs: Sequence[Any]) -> list[InputInfo]:
         else:
             described.append(InputInfo(index, "scalar", type(value).__name__, value=value))
     return described
-
-
-def reduction_sizes(fusion: Any, inputs: Sequence[Any]) -> dict[int, int]:
-    """Per visible output, the largest number of elements any reduction feeding it combines.
-
-    Tolerances grow with it: a sum of 4096 float32 values is not exact to 1 ulp. Computed
-    from the input shapes by walking producers; unknown extents count as the largest input.
-    """
-    import math
-
-    from fusecli.ir.nodes import SymbolicExtent, TensorView
-    from fusecli.ir.optype import OpKind
-
-    bindings: dict[object, int] = {}
-    for value, tensor in zip(fusion.inputs, inputs):
-        if isinstance(value, TensorView) and hasattr(tensor, "shape"):
-            for domain, size in zip(value.logical, tensor.shape):
-                for extent in (domain.extent, domain.expanded):
-                    if isinstance(extent, SymbolicExtent):
-                        bindings[extent] = int(size)
-    largest_input = max(
-        (math.prod(t.shape) for t in inputs if hasattr(t, "shape")), default=1
-    )
-
-    def size_of(extent: object) -> int:
-        from fusecli.ir.nodes import evaluate_extent
-
-        try:
-            return evaluate_extent(extent, bindings)
-        except (KeyError, TypeError):
-            return largest_input
-
-    reduced: dict[int, int] = {}
-    for expr in fusion.exprs:
-        incoming = max(
-            (reduced.get(v.uid, 1) for v in expr.inputs if isinstance(v, TensorView)), default=1
-        )
-        local = 1
-        if expr.op.kind in (OpKind.REDUCTION, OpKind.NORMALIZATION, OpKind.SCAN,
-                            OpKind.MATMUL, OpKind.ATTENTION):
-            for out in expr.tensor_outputs():
-                local = max(local, math.prod(size_of(d.extent) for d in out.domain
-                                             if d.is_reduction) or 1)
-            if expr.op.kind in (OpKind.SCAN, OpKind.ATTENTION):
-                local = max(local, largest_input)
-        for out in expr.outputs:
-            reduced[out.uid] = max(incoming, local)
-    visible = [o for o in fusion.outputs if o.alias_input is None]
-    return {index: reduced.get(o.value.uid, 1) for index, o in enumerate(visible)}

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fusecli.app.corpus import normalize_message
-from fusecli.app.pipeline import RunOptions, diff_outputs
+from fusecli.app.judge import diff_outputs, float64_reference
+from fusecli.app.pipeline import RunOptions
 from fusecli.ir.nodes import Fusion, Vector
 from fusecli.reference import run_reference
 from fusecli.runtime.outputs import collect_outputs
@@ -108,15 +109,12 @@ def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> V
         return _timed(error_verdict(error, "execute"), started)
     try:
         expected = run_reference(fusion, _clone(inputs), seed=options.seed).outputs
-        precise = None
-        if options.needs_float64:
-            precise = run_reference(fusion, _clone(inputs), float64=True, seed=options.seed)
-            precise = precise.outputs
+        precise, bounds = float64_reference(fusion, inputs, options)
     except ReferenceInputError as error:
         return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
     except Exception as error:  # the reference cannot answer: not a question for the executor
         return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
-    failing = compare_outputs(fusion, inputs, actual, expected, precise, options)
+    failing = compare_outputs(fusion, inputs, actual, expected, precise, options, bounds)
     if failing:
         return _timed(Verdict("mismatch", message="; ".join(failing)), started)
     return _timed(Verdict("pass"), started)
@@ -141,11 +139,12 @@ def compare_outputs(
     expected: Sequence[Any],
     precise: Sequence[Any] | None,
     options: RunOptions,
+    bounds: Sequence[Any] | None = None,
 ) -> list[str]:
     """One line per output that does not match (``fusecli run``'s tolerances and tie-break)."""
     if len(actual) != len(expected):
         return [f"{len(actual)} outputs, the reference has {len(expected)}"]
-    diffs = diff_outputs(fusion, inputs, actual, expected, precise, options)
+    diffs = diff_outputs(fusion, inputs, actual, expected, precise, options, bounds)
     return [f"output {i}: {d.summary()}" for i, d in enumerate(diffs) if not d.ok]
 
 

@@ -64,11 +64,12 @@ EXECUTION_OPTIONS = (
     click.option(
         "--tolerance", type=click.Choice(["analytic", "loose"]), default="analytic",
         show_default=True,
-        help="How outputs are judged. analytic: floating-point values against the float64 "
-        "reference, within half an ulp of the output dtype plus the float32 rounding error "
-        "the fusion's ops and reductions can make (a 1% error in a bfloat16 output is caught). "
-        "loose: against eager torch, rtol growing with 1 + log2(reduction size), float64 as "
-        "tie-break. --rtol/--atol override either.",
+        help="How outputs are judged. analytic: each floating-point element within the bound "
+        "a running error analysis gives it (every rounding the fusion's dtypes and float32 "
+        "arithmetic allow, carried through each op) of the float64 value, and within float32 "
+        "rounding of eager torch but for rare rounding flips (a 1%% error in a bfloat16 output "
+        "is caught). loose: against eager torch, rtol growing with 1 + log2(reduction size), "
+        "float64 as tie-break. --rtol/--atol select loose with those values.",
     ),
     click.option("--no-tiebreak", is_flag=True,
                  help="Do not run the float64 reference to excuse results closer to float64."),

@@ -26,6 +26,7 @@ from fusecli.errors import FusecliError
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Val, Vector
 from fusecli.ir.optype import OpKind
+from fusecli.reference import bounds as error_bounds
 from fusecli.reference import promotion
 from fusecli.reference.context import OpContext, compute_dtype, python_scalar, with_stride_order
 from fusecli.reference.rules import RULES
@@ -59,6 +60,9 @@ class ReferenceResult:
     outputs: list[torch.Tensor | Number]  # fusion.outputs order, aliased outputs left out
     values: dict[int, object] = field(default_factory=dict)  # uid -> value, if kept
     float64: bool = False
+    # With ``bounds``: per output in ``outputs``, its ``bounds.Bounds`` (error analysis), None
+    # for a value that is not a real float tensor, ``bounds.UNKNOWN`` where they failed.
+    bounds: list[object] | None = None
 
 
 def run_reference(
@@ -69,6 +73,7 @@ def run_reference(
     seed: int = 0,
     keep_intermediates: bool = False,
     device: torch.device | str | None = None,
+    bounds: bool = False,
 ) -> ReferenceResult:
     """Evaluate ``fusion`` on ``inputs`` (tensors, and numbers or 0-dim tensors for scalars).
 
@@ -76,17 +81,40 @@ def run_reference(
     left out of ``outputs``; a caller evaluating the same inputs twice must pass clones.
     ``seed`` seeds the random exprs that have no seed of their own. ``device`` (default: that
     of the first tensor input, else the CPU) is where inputs are moved and tensors created.
+    ``bounds`` (float64 mode only) also carries each value's error bounds (``bounds``).
     """
     device = _pick_device(inputs, device)
     env = _bind_inputs(fusion, inputs, float64, device)
     random_offsets = _random_offsets(fusion)
+    known: dict[int, object] | None = {} if bounds and float64 else None
     for position, expr in enumerate(fusion.exprs):
         ctx = OpContext(expr, float64, device, seed, random_offsets.get(expr.uid, 0))
         results = _evaluate(position, expr, ctx, env)
+        if known is not None:
+            _carry_bounds(expr, ctx, env, results, known)
         for out, value in zip(expr.outputs, results):
             env[out.uid] = value
     outputs = _write_outputs(fusion, inputs, env, float64)
-    return ReferenceResult(outputs, env if keep_intermediates else {}, float64)
+    carried = None
+    if known is not None:
+        carried = [known.get(o.value.uid) for o in fusion.outputs if o.alias_input is None]
+    return ReferenceResult(outputs, env if keep_intermediates else {}, float64, carried)
+
+
+def _carry_bounds(
+    expr: Expr, ctx: OpContext, env: dict[int, object], results: list[object],
+    known: dict[int, object],
+) -> None:
+    """Each result's error bounds (``bounds.expr_bounds``); UNKNOWN where they cannot be had
+    (a rule that cannot be re-evaluated or differentiated), which only loosens the check."""
+    try:
+        operands = [_read(env, value, ctx.float64) for value in expr.inputs]
+        carried = error_bounds.expr_bounds(expr, ctx, RULES[expr.op], operands, results, known)
+    except Exception:  # any failure of the analysis is "no bound" (looser), never an error
+        carried = [error_bounds.UNKNOWN] * len(expr.outputs)
+    for out, value in zip(expr.outputs, carried):
+        if value is not None:
+            known[out.uid] = value
 
 
 def _evaluate(position: int, expr: Expr, ctx: OpContext, env: dict[int, object]) -> list[object]:

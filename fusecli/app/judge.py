@@ -1,0 +1,158 @@
+"""How a run judges its outputs: the float64 reference with the error analysis's bounds, and
+one ``OutputDiff`` per output against the reference (``fusecli run`` and ``bisect`` alike)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fusecli.errors import PipelineError
+
+UNBOUNDED = "loose: the error analysis has no bound for this output"
+
+
+def float64_reference(
+    fusion: Any, inputs: Sequence[Any], options: Any
+) -> tuple[list[Any] | None, list[Any] | None]:
+    """The float64 reference's outputs when the options need them, with the error analysis's
+    per-element bounds under the analytic tolerance (``fusecli.reference.bounds``)."""
+    from fusecli.reference import run_reference
+
+    if not options.needs_float64:
+        return None, None
+    analytic = options.tolerance == "analytic"
+    result = run_reference(
+        fusion, _clone(inputs), float64=True, seed=options.seed, bounds=analytic
+    )
+    return result.outputs, result.bounds
+
+
+def diff_outputs(
+    fusion: Any,
+    inputs: Sequence[Any],
+    actual: Sequence[Any],
+    expected: Sequence[Any],
+    precise: Sequence[Any] | None,
+    options: Any,
+    bounds: Sequence[Any] | None = None,
+) -> list[Any]:
+    """Each output against the reference, one ``OutputDiff`` per output.
+
+    ``analytic`` (with the float64 reference ``precise`` and its ``bounds``): floating-point
+    values element by element against the float64 value within the error analysis's bound, and
+    against eager torch within float32 rounding except for rare rounding flips
+    (``fusecli.compare.diff.bounded_mismatch``). An output the analysis has no bound for
+    (``UNBOUNDED``: complex, or an op it could not re-evaluate) and every output under
+    ``loose`` or with ``--rtol``/``--atol`` are compared with eager torch, tolerances by
+    dtype and reduction size, float64 as tie-break. A missing or extra output is a mismatch of
+    its own, never dropped by a zip.
+    """
+    import torch
+
+    from fusecli.compare import compare_tensors, tolerance_for
+
+    if len(actual) != len(expected):  # a lost output must not pass unseen
+        raise PipelineError(f"{len(actual)} outputs from the executor, {len(expected)} expected")
+    reductions = reduction_sizes(fusion, inputs)
+    analytic = (
+        options.tolerance == "analytic" and precise is not None and bounds is not None
+        and options.rtol is None and options.atol is None
+    )
+    diffs = []
+    for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        reference = precise[index] if precise is not None else None
+        carried = bounds[index] if analytic else None
+        bounded = hasattr(carried, "hard") and isinstance(want, torch.Tensor)
+        if bounded:
+            tolerance = _bounded_tolerance(want, reference, carried)
+            element_bounds = (carried.hard, carried.tight)
+        else:
+            tolerance = tolerance_for(
+                want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol,
+                why_loose=UNBOUNDED if analytic and carried is not None else None,
+            )
+            element_bounds = None
+        diffs.append(compare_tensors(
+            got, want, tolerance=tolerance, float64_reference=reference,
+            against_float64=bounded, bounds=element_bounds,
+        ))
+    return diffs
+
+
+def _bounded_tolerance(want: Any, reference: Any, carried: Any) -> Any:
+    """What the report shows for a bounded output: the largest relative hard bound."""
+    import torch
+
+    from fusecli.compare import Tolerance
+
+    magnitude = reference.detach().to("cpu", torch.float64).abs()
+    hard = carried.hard.detach().to("cpu", torch.float64)
+    finite = torch.isfinite(hard) & (magnitude > 0)
+    rtol = float((hard[finite] / magnitude[finite]).max()) if bool(finite.any()) else 0.0
+    unbounded = int((~torch.isfinite(hard)).sum())
+    source = (
+        f"{str(want.dtype).removeprefix('torch.')} per element: within the error analysis's "
+        f"bound of the float64 value (largest {rtol:.2g} relative)"
+        + (f", unbounded at {unbounded} elements" if unbounded else "")
+        + ", and of eager torch within float32 rounding"
+    )
+    atol = torch.finfo(want.dtype).smallest_normal if want.is_floating_point() else 0.0
+    return Tolerance(rtol, atol, source)
+
+
+
+
+def _clone(inputs: Sequence[Any]) -> list[Any]:
+    """Fresh copies with the same strides: the reference may write aliased outputs into inputs."""
+    from fusecli.load.inputs import clone_exact
+
+    return list(clone_exact(list(inputs)))
+
+
+def reduction_sizes(fusion: Any, inputs: Sequence[Any]) -> dict[int, int]:
+    """Per visible output, the largest number of elements any reduction feeding it combines.
+
+    Tolerances grow with it: a sum of 4096 float32 values is not exact to 1 ulp. Computed
+    from the input shapes by walking producers; unknown extents count as the largest input.
+    """
+    import math
+
+    from fusecli.ir.nodes import SymbolicExtent, TensorView
+    from fusecli.ir.optype import OpKind
+
+    bindings: dict[object, int] = {}
+    for value, tensor in zip(fusion.inputs, inputs):
+        if isinstance(value, TensorView) and hasattr(tensor, "shape"):
+            for domain, size in zip(value.logical, tensor.shape):
+                for extent in (domain.extent, domain.expanded):
+                    if isinstance(extent, SymbolicExtent):
+                        bindings[extent] = int(size)
+    largest_input = max(
+        (math.prod(t.shape) for t in inputs if hasattr(t, "shape")), default=1
+    )
+
+    def size_of(extent: object) -> int:
+        from fusecli.ir.nodes import evaluate_extent
+
+        try:
+            return evaluate_extent(extent, bindings)
+        except (KeyError, TypeError):
+            return largest_input
+
+    reduced: dict[int, int] = {}
+    for expr in fusion.exprs:
+        incoming = max(
+            (reduced.get(v.uid, 1) for v in expr.inputs if isinstance(v, TensorView)), default=1
+        )
+        local = 1
+        if expr.op.kind in (OpKind.REDUCTION, OpKind.NORMALIZATION, OpKind.SCAN,
+                            OpKind.MATMUL, OpKind.ATTENTION):
+            for out in expr.tensor_outputs():
+                local = max(local, math.prod(size_of(d.extent) for d in out.domain
+                                             if d.is_reduction) or 1)
+            if expr.op.kind in (OpKind.SCAN, OpKind.ATTENTION):
+                local = max(local, largest_input)
+        for out in expr.outputs:
+            reduced[out.uid] = max(incoming, local)
+    visible = [o for o in fusion.outputs if o.alias_input is None]
+    return {index: reduced.get(o.value.uid, 1) for index, o in enumerate(visible)}
