@@ -504,18 +504,52 @@ def test_the_executor_runs_the_corpus_segment_after_segment(path: Path) -> None:
                 assert diff.ok, f"{path.name}: {output.value!r}\n{diff}"
 
 
-def test_fault_injection_sends_the_segment_to_aten() -> None:
-    fd, inputs = scale_add()
-    (segment, _), = kernels_of(fd.fusion, inputs)
-    ctx = ExecutionContext.for_fusion(fd.fusion, device="cpu", faults=frozenset({"mul"}),
+def _faulted_run(fd, inputs, faults: frozenset[str], executor):
+    ctx = ExecutionContext.for_fusion(fd.fusion, device="cpu", faults=faults,
                                       extents=bind_inputs(fd.fusion, inputs).extents)
     reference = run_reference(fd.fusion, _clone(inputs), keep_intermediates=True).values
     env = {u: v for u, v in reference.items() if not isinstance(v, torch.Tensor)}  # scalars
     env.update({v.uid: x for v, x in zip(fd.fusion.inputs, inputs)})
-    outcome = EmulatingExecutor(strict=False).run_segment(segment, env, ctx)
-    assert (outcome.executor, outcome.fallback) == ("aten", "fault injection names mul")
-    with pytest.raises(PipelineError, match="has no CUDA kernel: fault injection names mul"):
-        EmulatingExecutor(strict=True).run_segment(segment, env, ctx)
+    segments = segment_fusion(fd.fusion, inputs).segments
+    if not hasattr(executor, "run_segment"):  # ATen: every expr in order
+        executor.run_exprs([e for segment in segments for e in segment.exprs], env, ctx)
+        return [], env[fd.fusion.outputs[0].value.uid]
+    outcomes = [executor.run_segment(segment, env, ctx) for segment in segments]
+    return outcomes, env[fd.fusion.outputs[0].value.uid]
+
+
+@needs_gxx
+def test_fault_injection_is_rendered_into_the_kernel_as_aten_computes_it() -> None:
+    from fusecli.runtime.aten import AtenExecutor
+
+    fd, inputs = scale_add()
+    (kernel,) = [k for _, k in kernels_of(fd.fusion, inputs)]
+    faults = frozenset({"mul"})
+    (segment, _), = kernels_of(fd.fusion, inputs)
+    faulted = generate(segment, RuntimeInfo(fd.fusion, inputs), inputs, faults)
+    assert "injected_fault_" in faulted.source and "injected_fault_" not in kernel.source
+    (outcome,), wrong = _faulted_run(fd, inputs, faults, EmulatingExecutor(strict=True))
+    assert (outcome.executor, outcome.fallback) == ("cupy", None)
+    _, aten_wrong = _faulted_run(fd, inputs, faults, AtenExecutor())
+    _, right = _faulted_run(fd, inputs, frozenset(), EmulatingExecutor())
+    assert torch.equal(wrong, aten_wrong)  # the same corruption, bit for bit
+    assert bool(((wrong.float() - right.float()).abs() > 100).all())
+
+
+def test_a_fault_in_an_op_no_kernel_can_corrupt_sends_the_segment_to_aten() -> None:
+    x = torch.randn(4, 16)
+
+    def body(fd):
+        fd.add_output(fd.ops.sum(fd.ops.exp(define(fd, x)), [1]))
+
+    fd = fusion_of(body)
+    (outcome,), _ = _faulted_run(fd, [x], frozenset({"sum"}), EmulatingExecutor())
+    assert outcome.executor == "aten"
+    assert outcome.fallback == (
+        "fault injection names sum: kernels render faults into elementwise ops and casts only"
+    )
+    with pytest.raises(PipelineError, match="has no CUDA kernel: fault injection names sum"):
+        _faulted_run(fd, [x], frozenset({"sum"}), EmulatingExecutor(strict=True))
 
 
 # -- regressions the fuzzer found (benchmarks/fuzz.py --executor emulated) ----------------------

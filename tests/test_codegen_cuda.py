@@ -180,3 +180,30 @@ def test_a_launch_failure_is_reported_against_its_segment() -> None:
     assert "reported: segment 0 (pointwise): kernel fusecli_pointwise_s0 failed" in done.stdout, (
         done.stdout + done.stderr
     )
+
+
+# -- fault injection reaches the kernels --------------------------------------------------------
+
+
+def test_an_injected_fault_runs_in_the_kernel_and_bisect_localizes_it(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from fusecli.cli.main import cli, register
+
+    register()
+    softmax = Path(__file__).parent.parent / "fusions" / "softmax.yaml"
+    env = {"FUSECLI_INJECT_FAULT": "exp"}
+    run = CliRunner().invoke(cli, ["run", str(softmax), "--executor", "cupy", "--json"], env=env)
+    assert run.exit_code == 1, run.output
+    (fusion,) = json.loads(run.stdout)["fusions"]
+    assert fusion["status"] == "mismatch"
+    assert all(s["executor"] == "cupy" and not s.get("fallback") for s in fusion["segments"])
+    bisect = CliRunner().invoke(cli, [
+        "bisect", str(softmax), "--executor", "cupy", "--in-process", "--json", "-o",
+        str(tmp_path),
+    ], env=env)
+    assert bisect.exit_code == 0, bisect.output
+    document = json.loads(bisect.stdout)
+    assert document["reproduced"] and document["minimized"]["exprs"] == ["exp"]

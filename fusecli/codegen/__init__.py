@@ -23,6 +23,8 @@ from fusecli.codegen.context import KernelContext, Sizes
 from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
 from fusecli.codegen.reduction import build_reduction
 from fusecli.codegen.transpose import build_tiled_pointwise, build_transpose
+from fusecli.ir import dtype as dt
+from fusecli.ir.optype import OpKind
 from fusecli.segment.heuristics import HeuristicParams, sizes_key
 from fusecli.segment.result import Segment
 from fusecli.segment.schedulers import REGISTRY
@@ -44,9 +46,13 @@ GENERATORS: dict[str, Generator] = {
 }
 
 
-def generate(segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | Unsupported:
+def generate(
+    segment: Segment, sizes: Sizes, inputs: Sequence[Any], faults: frozenset[str] = frozenset()
+) -> Kernel | Unsupported:
     """A kernel for ``segment`` specialized to ``sizes`` and the ``inputs`` tensors (in
-    ``segment.inputs`` order), or why there is none."""
+    ``segment.inputs`` order), or why there is none. ``faults`` (``FUSECLI_INJECT_FAULT``'s
+    op names) are rendered wrong in the kernel: elementwise ops and casts, the values a kernel
+    computes in registers; a segment that faults any other op has no kernel."""
     if segment.scheduler in ATEN_SCHEDULERS:
         return Unsupported(f"{segment.scheduler} segments run on ATen")
     generator = GENERATORS.get(segment.scheduler)
@@ -55,9 +61,12 @@ def generate(segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | 
     unsupported = support.why_not(segment.exprs)
     if unsupported is not None:
         return Unsupported(unsupported)
+    unfaultable = _unfaultable(segment, faults)
+    if unfaultable is not None:
+        return Unsupported(unfaultable)
     name = f"fusecli_{segment.scheduler}_s{segment.id}"
     try:
-        ctx = KernelContext(segment, sizes, inputs)
+        ctx = KernelContext(segment, sizes, inputs, faults)
         empty = _zero_size_reason(ctx)
         if empty is not None:
             return Unsupported(empty)
@@ -66,6 +75,23 @@ def generate(segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> Kernel | 
     except UnsupportedError as error:
         return Unsupported(error.reason)
     return replace(kernel, params=params.describe(segment.scheduler))
+
+
+_FAULTABLE = frozenset({OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST})
+
+
+def _unfaultable(segment: Segment, faults: frozenset[str]) -> str | None:
+    """Why a kernel cannot carry the injected faults of ``segment``'s exprs, if it cannot."""
+    faulted = [expr for expr in segment.exprs if expr.op.value in faults]
+    cannot = sorted({
+        expr.op.value for expr in faulted
+        if expr.op.kind not in _FAULTABLE
+        or any(dt.is_complex(out.dtype) for out in expr.outputs if hasattr(out, "dtype"))
+    })
+    if cannot:
+        return (f"fault injection names {', '.join(cannot)}: kernels render faults into "
+                "elementwise ops and casts only")
+    return None
 
 
 def _zero_size_reason(ctx: KernelContext) -> str | None:

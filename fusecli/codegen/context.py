@@ -57,8 +57,10 @@ def _converted(value: object, source: DataType, target: DataType) -> object | No
 class KernelContext:
     """One segment being generated: its shapes, its inputs' layouts, the parameters found."""
 
-    def __init__(self, segment: Segment, sizes: Sizes, inputs: Sequence[Any]) -> None:
+    def __init__(self, segment: Segment, sizes: Sizes, inputs: Sequence[Any],
+                 faults: frozenset[str] = frozenset()) -> None:
         self.segment = segment
+        self.faults = faults  # FUSECLI_INJECT_FAULT's op names: rendered wrong
         self.candidate = segment.candidate
         self.sizes = sizes
         if len(inputs) != len(segment.inputs):

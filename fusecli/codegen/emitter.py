@@ -227,6 +227,8 @@ def _elementwise(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Ind
     args = [emitter.operand(value, index) for value in expr.inputs]
     compute = expr.inputs[1].dtype if expr.op is OpType.where else expr.inputs[0].dtype
     expression = render.render(expr.op, args, compute)
+    if expr.op.value in emitter.ctx.faults:
+        expression = render.injected_fault(expression, out.dtype)
     if expr.op is not OpType.where:
         expression = cdtypes.rounded(out.dtype, expression)
     return emitter.result(out, expression, expr.op.value)
@@ -236,6 +238,9 @@ def _cast(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...
     (source,) = expr.inputs
     value = emitter.operand(source, index)
     same_register = cdtypes.register_type(source.dtype) == cdtypes.register_type(out.dtype)
+    if OpType.cast.value in emitter.ctx.faults:
+        converted = render.injected_fault(render.cast(value, source.dtype, out.dtype), out.dtype)
+        return emitter.result(out, cdtypes.rounded(out.dtype, converted), "cast (faulted)")
     if source.dtype is out.dtype or same_register and not cdtypes.is_reduced(out.dtype):
         return value  # e.g. bfloat16 -> float: the register already holds the float
     return emitter.result(out, render.cast(value, source.dtype, out.dtype),

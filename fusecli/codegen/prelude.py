@@ -106,6 +106,21 @@ struct alignas(sizeof(T) * N) Vec { T v[N]; };
 """,
     ),
     Section(
+        ("injected_fault_",),
+        r"""
+// FUSECLI_INJECT_FAULT: a wrong value far from the right one, as runtime.faults.corrupt
+// computes it (floats x + 1000 (1 + |x|), non-finite ones 0; integers x + 1000; bool !x).
+__device__ __forceinline__ float injected_fault_(float x) {
+  return isfinite(x) ? x + 1000.0f * (1.0f + fabsf(x)) : 0.0f;
+}
+__device__ __forceinline__ double injected_fault_(double x) {
+  return isfinite(x) ? x + 1000.0 * (1.0 + fabs(x)) : 0.0;
+}
+__device__ __forceinline__ bool injected_fault_(bool x) { return !x; }
+template <typename T> __device__ __forceinline__ T injected_fault_(T x) { return x + 1000; }
+""",
+    ),
+    Section(
         ("maximum_", "minimum_"),
         r"""
 // torch.maximum / torch.minimum: a NaN operand makes the result NaN.

@@ -242,6 +242,13 @@ def render(op: OpType, args: Sequence[str], dtype: DataType) -> str:
     return entry(args, dtype)
 
 
+def injected_fault(value: str, dtype: DataType) -> str:
+    """``value`` made wrong as ``FUSECLI_INJECT_FAULT`` asks (``runtime.faults.corrupt``'s
+    rule, in C: the prelude's ``injected_fault_``), in ``dtype``'s register type."""
+    register = cdtypes.register_type(dtype)
+    return f"injected_fault_(({register})({value}))"
+
+
 def cast(value: str, source: DataType, target: DataType) -> str:
     """``value`` (a register value of ``source``) converted to ``target``'s register type."""
     if source is target:

@@ -69,7 +69,7 @@ def cupy_available() -> str | None:
 
 class CupyExecutor:
     name = "cupy"
-    injects_faults = False  # segments naming faulted ops go to ATen (runtime.executor)
+    injects_faults = True  # renders FUSECLI_INJECT_FAULT's ops wrong in the kernel (codegen)
 
     def __init__(self, *, strict: bool = False, synchronize: bool = False, poison: bool = False,
                  cache_dir: str | Path | None = None) -> None:
@@ -116,7 +116,7 @@ class CupyExecutor:
             inputs = [env[value.uid] for value in segment.inputs]
         except KeyError:
             return FallbackReason("an input of the segment has not been computed")
-        key = (id(segment.candidate), *map(_layout_key, inputs))
+        key = (id(segment.candidate), ctx.faults, *map(_layout_key, inputs))
         warm = self._warm.get(key)
         if warm is not None and warm[0] is segment.candidate:  # the warm path: launch it
             return warm[1](segment, inputs, env, ctx, self), warm[2]
@@ -138,11 +138,11 @@ class CupyExecutor:
 
     def _prepare(self, segment: Segment, env: MutableMapping[int, object], ctx: ExecutionContext,
                  inputs: Sequence[Any], device: torch.device) -> Prepared | FallbackReason:
-        key = (id(segment.candidate), device.index, *map(_layout_key, inputs))
+        key = (id(segment.candidate), device.index, ctx.faults, *map(_layout_key, inputs))
         cached = self._prepared.get(key)
         if cached is not None and cached[0] is segment.candidate:
             return cached[1]
-        kernel = generate(segment, EnvironmentSizes(ctx, env), inputs)
+        kernel = generate(segment, EnvironmentSizes(ctx, env), inputs, ctx.faults)
         if isinstance(kernel, Unsupported):
             prepared: Prepared | FallbackReason = FallbackReason(kernel.reason)
         else:
