@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusecli.errors import FusecliError, InputError
+from fusecli.errors import InputError
 from fusecli.frontend import FusionDefinition
 from fusecli.frontend.repro import definition_text
 from fusecli.ir.dtype import from_torch
@@ -215,11 +215,12 @@ def test_each_execute_call_is_one_fusion(tmp_path):
 
 
 def test_inputs_are_copied_before_the_script_changes_them(tmp_path):
-    path = script(tmp_path, """\
+    gapped = RELU_DEFINITION.replace("contiguity=[True, True]", "contiguity=[True, False]")
+    path = write(tmp_path, "repro.py", HEADER + gapped + "\n" + textwrap.dedent("""\
         inputs = [torch.zeros(6, dtype=torch.float32)[::2].unsqueeze(0)]
         fd.execute(inputs)
         inputs[0].add_(1)
-        """)
+        """))
     (loaded,) = load_python(path, device="cpu")
     assert loaded.inputs[0].stride() == (6, 2)  # the gapped layout is kept, not densified
     assert torch.equal(loaded.inputs[0], torch.zeros(1, 3))
@@ -294,12 +295,14 @@ def test_other_exceptions_name_what_the_script_raised(tmp_path):
 
 
 def test_inputs_that_do_not_fit_name_the_execute_line(tmp_path):
+    # Captured as a fusion of its own (the script goes on), and its run is the error.
+    from fusecli.app.pipeline import RunOptions, run_loaded
+
     path = script(tmp_path, "fd.execute([torch.randn(5)])\n")
-    with pytest.raises(FusecliError) as error:
-        load_python(path, device="cpu")
-    assert error.value.exit_code == 2
-    assert error.value.where == f"{path}:{line_of(path, 'fd.execute(')}"
-    assert "input 0" in error.value.message
+    (loaded,) = load_python(path, device="cpu")
+    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu"))
+    assert (outcome.status, outcome.exit_code) == ("error", 2)
+    assert outcome.error.startswith(f"{path}:{line_of(path, 'fd.execute(')}: input 0")
 
 
 def test_script_running_no_fusion_is_an_error(tmp_path):

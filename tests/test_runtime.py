@@ -842,7 +842,8 @@ def test_op_failure_names_the_expr() -> None:
         size = fd.define_scalar(dtype=DataType.Int)
         fd.add_output(fd.ops.reshape(fd.ops.exp(t0), [size, 4]))
 
-    with pytest.raises(PipelineError, match=r"^aten: expr 1 \(reshape\): RuntimeError"):
+    # The element count is known once the scalar is bound: refused then, before any op runs.
+    with pytest.raises(InputError, match=r"^reshape \(expr 1\): the inputs make a tensor of 6"):
         run(body, [x, 5])
 
 

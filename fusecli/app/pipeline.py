@@ -263,6 +263,8 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
     except FusecliError as error:
         if options.debug:
             raise
+        if isinstance(error, InputError) and error.where is None and loaded.line is not None:
+            error.where = f"{loaded.path}:{loaded.line}"  # inputs that do not fit: the call
         outcome.status, outcome.error, outcome.exit_code = "error", str(error), error.exit_code
         outcome.seconds = time.perf_counter() - started
         return outcome

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fusecli.reference import run_reference
+from fusecli.runtime.bind import bind_inputs
 from fusecli.runtime.segmented import run_fusion
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
     _current.calls.append(call)  # a listener may answer the call itself (call.outputs)
     if not _current.run_executes:
         if call.outputs is None:
+            bind_inputs(fd.fusion, list(inputs))  # nvFuser's checks at execute, before any math
             call.outputs = run_reference(fd.fusion, list(inputs)).outputs
         return call.outputs
     _, run = run_fusion(

@@ -117,6 +117,8 @@ class FusionBuilder:
             stride_order = normalize_stride_order("add_output", stride_order, value.ndim)
         if alias_input is not None and alias_input not in self.inputs:
             raise DefinitionError("add_output", "alias_input must be an input of the fusion")
+        if alias_input is not None:
+            _check_alias(value, alias_input, self.inputs.index(alias_input))
         self.outputs.append(FusionOutput(value, alias_input, tuple(stride_order)))
 
     # -- exprs -----------------------------------------------------------------------------
@@ -250,6 +252,38 @@ def broadcast_domains(op: str, tensors: Sequence[TensorView]) -> tuple[IterDomai
     return tuple(out)
 
 
+def _check_alias(value: Val, alias_input: Val, position: int) -> None:
+    """An output written into input ``position`` must be a tensor of its dtype and shape
+    (sizes known only at run time are checked when the inputs are bound)."""
+    where = f"output aliased to input {position}"
+    if not isinstance(value, TensorView) or not isinstance(alias_input, TensorView):
+        raise DefinitionError("add_output", f"{where}: only a tensor can alias a tensor input")
+    if value.dtype is not alias_input.dtype:
+        raise DefinitionError(
+            "add_output", f"{where}: the output is {value.dtype.name}, the input "
+            f"{alias_input.dtype.name}"
+        )
+    differs = value.ndim != alias_input.ndim or any(
+        isinstance(a, int) and isinstance(b, int) and a != b
+        for a, b in zip(value.shape, alias_input.shape)
+    )
+    if differs:
+        raise DefinitionError(
+            "add_output", f"{where}: the output's shape {shape_text(value)} is not the input's "
+            f"{shape_text(alias_input)}"
+        )
+
+
+def extent_text(extent: object) -> str:
+    """An extent as an error message shows it: its number, or ``?`` where only the inputs
+    will tell (never an internal name)."""
+    return str(extent) if isinstance(extent, int) else "?"
+
+
+def shape_text(value: TensorView) -> str:
+    return "[" + ", ".join(extent_text(e) for e in value.shape) + "]"
+
+
 def describe(value: Val) -> str:
     """A short description of a value for error messages: ``bfloat16 tensor of rank 3``."""
     if isinstance(value, TensorView):
@@ -267,9 +301,11 @@ __all__ = [
     "copy_domain",
     "describe",
     "extent_from_scalar",
+    "extent_text",
     "normalize_dim",
     "normalize_dims",
     "normalize_stride_order",
     "same_extent",
     "shape_entries",
+    "shape_text",
 ]

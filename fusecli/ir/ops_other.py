@@ -12,6 +12,7 @@ from fusecli.ir.builder import (
     copy_domain,
     describe,
     extent_from_scalar,
+    extent_text,
     normalize_dim,
     same_extent,
     shape_entries,
@@ -67,7 +68,8 @@ def gather(
                 if same_extent(a.extent, i.extent) is False:
                     raise DefinitionError(
                         op.value,
-                        f"input and index differ in dimension {axis}: {a.extent} vs {i.extent}",
+                        f"input and index differ in dimension {axis}: {extent_text(a.extent)} vs "
+                        f"{extent_text(i.extent)}",
                     )
     out = TensorView(dtype=arg.dtype, domain=copy_domain(index.logical))
     b.emit(op, [arg, index], [out], dim=dim)
@@ -236,7 +238,8 @@ def _check_k(op: str, a_k: IterDomain, w_k: IterDomain) -> None:
     if same_extent(a_k.logical_extent, w_k.logical_extent) is False:
         raise DefinitionError(
             op,
-            f"inner dimensions do not match: {a_k.logical_extent} and {w_k.logical_extent}",
+            f"inner dimensions do not match: {extent_text(a_k.logical_extent)} and "
+            f"{extent_text(w_k.logical_extent)}",
         )
 
 

@@ -15,6 +15,7 @@ from fusecli.ir.builder import (
     FusionBuilder,
     copy_domain,
     describe,
+    extent_text,
     normalize_dim,
     normalize_dims,
     normalize_stride_order,
@@ -147,13 +148,15 @@ def squeeze(
     dims = normalize_dims("squeeze", dims, arg.ndim)
     for axis in dims:
         domain = arg.logical[axis]
+        # A size known only at run time (a reshape's extent taken from a scalar) may be 1
+        # then: accepted here and checked when the inputs are bound, as nvFuser does.
         squeezable = (
             domain.is_broadcast and (domain.expanded is None or squeeze_expanded)
-        ) or static_value(domain.extent) == 1
+        ) or static_value(domain.extent) in (1, None)
         if not squeezable:
             raise DefinitionError(
                 "squeeze",
-                f"cannot squeeze dimension {axis} of size {domain.logical_extent}: "
+                f"cannot squeeze dimension {axis} of size {extent_text(domain.logical_extent)}: "
                 "not a broadcast dimension",
             )
     kept = [d for axis, d in enumerate(copy_domain(arg.logical)) if axis not in dims]

@@ -90,6 +90,10 @@ class _CallRecorder(list):
         inputs = list(call.inputs)
         if not self.evaluate:
             call.outputs = placeholder_outputs(call.fd, inputs)
+        elif not _binds(call.fd, inputs):
+            # Inputs nvFuser would refuse at execute: the fusion is still captured, and its run
+            # reports the refusal as its own error (exit 2); the script goes on with no outputs.
+            call.outputs = []
         key = None if self.all_calls else call_signature(call.fd, inputs)
         earlier = self._seen.get(key) if key is not None else None
         if earlier is not None:
@@ -111,6 +115,14 @@ def _versions(inputs: list[Any]) -> tuple:
     return tuple(
         (id(v), v._version) if isinstance(v, torch.Tensor) else (type(v), repr(v)) for v in inputs
     )
+
+
+def _binds(fd: FusionDefinition, inputs: list[Any]) -> bool:
+    try:
+        bind_inputs(fd.fusion, inputs)
+    except FusecliError:
+        return False
+    return True
 
 
 def placeholder_outputs(fd: FusionDefinition, inputs: list[Any]) -> list[Any]:

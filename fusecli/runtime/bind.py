@@ -16,6 +16,7 @@ from fusecli.errors import InputError
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Fusion, IterDomain, Scalar, SymbolicExtent, TensorView, Val
+from fusecli.runtime.concretize import check_concrete_sizes
 
 
 @dataclass(slots=True)
@@ -46,6 +47,7 @@ def bind_inputs(fusion: Fusion, inputs: Sequence[Any]) -> Bindings:
         else:
             bindings.values[definition.uid] = _bind_scalar(index, definition, value)
     bindings.device = _common_device(fusion, bindings)
+    check_concrete_sizes(fusion, bindings.values, bindings.extents)
     return bindings
 
 
