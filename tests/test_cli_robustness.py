@@ -233,3 +233,9 @@ def test_explain_reports_a_segmenter_crash_as_that_fusions_record(tmp_path, monk
     assert "crash_on_neg" in second["detail"]
     tree = invoke("explain-segmentation", str(path))
     assert tree.exit_code == 3 and "the segmenter failed" in tree.stdout
+
+
+def test_a_folder_of_zero_size_crashing_and_valid_fusions_reports_each(tmp_path, monkeypatch):
+    from mixed_corpus import run_mixed_corpus, write_mixed_corpus
+
+    run_mixed_corpus(write_mixed_corpus(tmp_path), monkeypatch, cli, "--executor", "aten")

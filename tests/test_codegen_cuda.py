@@ -207,3 +207,15 @@ def test_an_injected_fault_runs_in_the_kernel_and_bisect_localizes_it(tmp_path) 
     assert bisect.exit_code == 0, bisect.output
     document = json.loads(bisect.stdout)
     assert document["reproduced"] and document["minimized"]["exprs"] == ["exp"]
+
+
+def test_a_folder_of_zero_size_crashing_and_valid_fusions_runs_on_cupy(tmp_path, monkeypatch):
+    from mixed_corpus import run_mixed_corpus, write_mixed_corpus
+
+    from fusecli.cli.main import cli, register
+
+    register()
+    by_name = run_mixed_corpus(
+        write_mixed_corpus(tmp_path, device="cuda"), monkeypatch, cli, "--executor", "cupy"
+    )
+    assert any(s["executor"] == "cupy" for s in by_name["a_valid"]["segments"])
