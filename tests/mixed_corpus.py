@@ -44,18 +44,23 @@ def write_mixed_corpus(folder: Path, device: str = "cpu") -> Path:
     return folder
 
 
-def run_mixed_corpus(folder: Path, monkeypatch, cli, *extra: str) -> dict:
-    """``fusecli run FOLDER --json`` with ``g_crashes`` raising an internal error."""
+def crash_when_named(monkeypatch, file_name: str) -> None:
+    """Make running the fusions of ``file_name`` raise an internal error (a fusecli bug)."""
     from fusecli.app import pipeline
 
     real = pipeline.run_loaded
 
-    def crash(loaded, options):
-        if loaded.path.name == "g_crashes.py":
+    def crash_on_a(loaded, options):
+        if loaded.path.name == file_name:
             raise ZeroDivisionError("integer modulo by zero")
         return real(loaded, options)
 
-    monkeypatch.setattr(pipeline, "run_loaded", crash)
+    monkeypatch.setattr(pipeline, "run_loaded", crash_on_a)
+
+
+def run_mixed_corpus(folder: Path, monkeypatch, cli, *extra: str) -> dict:
+    """``fusecli run FOLDER --json`` with ``g_crashes`` raising an internal error."""
+    crash_when_named(monkeypatch, "g_crashes.py")
     result = CliRunner().invoke(cli, ["run", str(folder), "--json", *extra])
     assert result.exit_code == 3, result.output  # the crash: the worst exit of the run
     document = json.loads(result.stdout)

@@ -42,15 +42,10 @@ def _corpus(tmp_path: Path, **scripts: str) -> Path:
 
 
 def test_an_internal_error_is_that_fusions_record_and_the_run_goes_on(tmp_path, monkeypatch):
+    from mixed_corpus import crash_when_named
+
     folder = _corpus(tmp_path, a_crashes=GOOD, b_fine=GOOD)
-    real = pipeline.run_loaded
-
-    def crash_on_a(loaded, options):
-        if loaded.path.name == "a_crashes.py":
-            raise ZeroDivisionError("integer modulo by zero")
-        return real(loaded, options)
-
-    monkeypatch.setattr(pipeline, "run_loaded", crash_on_a)
+    crash_when_named(monkeypatch, "a_crashes.py")
     result = invoke("run", str(folder), "--json")
     assert result.exit_code == 3
     document = json.loads(result.stdout)  # one complete document despite the crash

@@ -555,6 +555,23 @@ def test_a_fault_in_an_op_no_kernel_can_corrupt_sends_the_segment_to_aten() -> N
 # -- regressions the fuzzer found (benchmarks/fuzz.py --executor emulated) ----------------------
 
 
+@needs_gxx
+@pytest.mark.parametrize(("size", "correction"), [(1, 1), (2, 3), (1, 0)])
+def test_a_variance_without_degrees_of_freedom_is_torch_s(size, correction):
+    # fuzz seeds 5544 and 5970 (H200): a variance over one element came out inf where torch
+    # gives nan (0/0): the recomputed element differed from its mean by a contracted
+    # multiply-add; and a correction above the count divided by a negative number.
+    x = torch.randn(3, size, 8)
+
+    def body(fd):
+        t0 = define(fd, x)
+        scaled = fd.ops.mul(fd.ops.atan2(t0, t0), fd.define_scalar(-2.0, dtype=DataType.Double))
+        fd.add_output(fd.ops.var(scaled, [1], correction=correction))
+
+    fd = fusion_of(body)
+    assert check_on_emulator(fd.fusion, [x]) == 1
+
+
 def test_zero_size_segments_get_no_kernel_and_say_why():
     # fuzz seed 7: a kernel over a [0, 3] input divided an index by its zero extent.
     with FusionDefinition() as fd:

@@ -139,8 +139,12 @@ def finish(emitter: Emitter, accumulator: Accumulator, row: tuple[str, ...]) -> 
         _publish(emitter, expr.outputs[1], accumulator.name, row)
         _publish(emitter, expr.outputs[2], cdtypes.literal(count, DataType.Int), row)
         return
-    divisor = count - int(expr.attr("correction"))
-    variance = emitter.result(expr.outputs[0], f"{accumulator.name} / ({ctype}){divisor}",
+    # torch's rule: the degrees of freedom are max(0, count - correction). A single element
+    # deviates from its mean by exactly 0 (the kernel's recomputed value may differ from the
+    # one it summed by a contracted multiply-add: say 0, as the math does).
+    divisor = max(0, count - int(expr.attr("correction")))
+    numerator = f"({ctype})0" if count == 1 else accumulator.name
+    variance = emitter.result(expr.outputs[0], f"{numerator} / ({ctype}){divisor}",
                               "variance")
     _publish(emitter, expr.outputs[0], variance, row)
 

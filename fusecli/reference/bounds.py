@@ -8,7 +8,9 @@ the value's shape, bounds on how far a correct executor's value may be:
 - ``tight``: from eager torch's value, counting only the roundings in which two correct
   implementations may differ (float32 arithmetic, the order of a sum). A rounding to a narrower
   dtype that both make resets it to 0: two float32 values within a bfloat16 ulp round to the
-  same bfloat16, unless they straddle a rounding boundary ("a flip"), which is rare.
+  same bfloat16, unless they straddle a rounding boundary ("a flip"), which is rare. A narrow
+  matmul or attention is the exception: its library kernel, picked by the operands' layout,
+  may round its result differently, so its ``tight`` keeps that rounding.
 
 How a bound moves through an expr: the expr's own rule (``rules.RULES``) is evaluated again on
 an operand moved by its bound, and the change of the result is that operand's contribution
@@ -152,9 +154,15 @@ def expr_bounds(
         if expr.op.kind is OpKind.CAST or (narrow and own):
             info = torch.finfo(held)
             hard = hard + unit_roundoff(held) * magnitude + info.smallest_normal * info.eps / 2
-            if index == 0:
-                hard = hard + unit_roundoff(held) * _inner_rounding(expr, operands, result)
-            if narrow:
+            inner = unit_roundoff(held) * _inner_rounding(expr, operands, result) if index == 0 \
+                else 0.0
+            hard = hard + inner
+            if narrow and expr.op.kind in _PRODUCTS:
+                # A narrow GEMM's internal roundings depend on the library's kernel, which the
+                # operands' layout picks: two correct runs may round its result differently,
+                # by an ulp.
+                tight = tight + unit_roundoff(held) * result.abs()
+            elif narrow:
                 tight = torch.zeros_like(tight)
         if expr.op in _VARIANCES and index == _VARIANCES[expr.op]:
             second_order = _mean_error_squared(expr, ctx, operands, result, moved)
