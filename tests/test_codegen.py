@@ -37,7 +37,8 @@ from fusecli.runtime.cupy_executor import (
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.segmenter import segment_fusion
 
-CORPUS = discover([Path(__file__).parent.parent / "fusions"])
+CORPUS_DIR = Path(__file__).parent.parent / "fusions"
+CORPUS = discover([CORPUS_DIR])
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available(), reason="NVRTC is not installed")
 needs_gxx = pytest.mark.skipif(not emulate.available(), reason="g++ is not installed")
 
@@ -604,3 +605,29 @@ def test_a_reduction_over_a_broadcast_dim_is_not_run_as_the_segments_row():
     ((segment, kernel),) = kernels_of(fd.fusion, [x])
     assert segment.scheduler == "reduction"
     assert kernel.reason == "T6 reduces a row of another length than T2's in segment 0"
+
+
+class FailingCompiler(EmulatingExecutor):
+    """NVRTC rejects every kernel (a generator bug, say)."""
+
+    def _load(self, kernel: Kernel, device: torch.device) -> Kernel:
+        raise nvrtc.CompileError(kernel.name, "error: identifier \"oops\" is undefined")
+
+
+@pytest.mark.parametrize(("asked", "status", "code"), [("cupy", "error", 3), ("auto", "pass", 0)])
+def test_a_kernel_that_fails_to_compile_is_an_error_when_cupy_was_asked_for(
+    monkeypatch, asked, status, code
+) -> None:
+    from fusecli.app.pipeline import RunOptions, run_loaded
+    from fusecli.runtime import registry
+
+    monkeypatch.setattr(registry, "_made", {"cupy": FailingCompiler()})
+    (loaded,) = load_path(CORPUS_DIR / "gelu_tanh.py", device="cpu")
+    outcome = run_loaded(loaded, RunOptions(executor=asked, device="cpu"))
+    assert (outcome.status, outcome.exit_code) == (status, code)
+    (segment,) = outcome.segments
+    assert segment.executor == "aten"
+    assert segment.fallback.startswith("the kernel failed to compile: NVRTC failed to compile")
+    assert all(d.ok for d in outcome.outputs)  # ATen's values, still diffed
+    if asked == "cupy":
+        assert outcome.error.startswith("segment 0 (pointwise): the kernel failed to compile")

@@ -257,6 +257,7 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
             SegmentInfo(s.id, s.scheduler, s.executor, s.exprs, s.fallback)
             for s in run.segments
         ]
+        failed_kernel = _failed_kernel(outcome.segments, options)
         actual = run.outputs
         expected = run_reference(fusion, _clone(loaded.inputs), seed=options.seed).outputs
         precise, bounds = float64_reference(fusion, loaded.inputs, options)
@@ -273,8 +274,23 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
     )
     if not all(d.ok for d in outcome.outputs):
         outcome.status, outcome.exit_code = "mismatch", EXIT_MISMATCH
+    if failed_kernel is not None:  # the outputs are still diffed: they came from ATen
+        outcome.status, outcome.error, outcome.exit_code = "error", failed_kernel, 3
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def _failed_kernel(segments: Sequence[SegmentInfo], options: RunOptions) -> str | None:
+    """With ``--executor cupy``, a generated kernel that failed to compile or load is the run's
+    error (exit 3, DESIGN.md); under ``auto`` it stays a visible fallback to ATen."""
+    from fusecli.runtime.cupy_executor import KERNEL_FAILED
+
+    if options.executor != "cupy":
+        return None
+    for segment in segments:
+        if segment.fallback and segment.fallback.startswith(KERNEL_FAILED):
+            return f"segment {segment.id} ({segment.scheduler}): {segment.fallback} (ran on ATen)"
+    return None
 
 
 def _clone(inputs: Sequence[Any]) -> list[Any]:

@@ -67,6 +67,11 @@ def cupy_available() -> str | None:
     return None
 
 
+# A generated kernel NVRTC rejected or CuPy could not load: a fusecli bug. The segment runs on
+# ATen, visibly; a run that asked for the CuPy executor by name reports it as an error (exit 3).
+KERNEL_FAILED = "the kernel failed"
+
+
 class CupyExecutor:
     name = "cupy"
     injects_faults = True  # renders FUSECLI_INJECT_FAULT's ops wrong in the kernel (codegen)
@@ -151,10 +156,10 @@ class CupyExecutor:
                 if type(self)._launch is CupyExecutor._launch:  # the real device, not a stand-in
                     prepared.launch = Launch.plan(segment, prepared, device)
             except CompileError as error:
-                prepared = FallbackReason(f"the kernel failed to compile: {error}")
+                prepared = FallbackReason(f"{KERNEL_FAILED} to compile: {error}")
             except Exception as error:  # CuPy could not load the CUBIN on this device
                 prepared = FallbackReason(
-                    f"the kernel failed to load: {type(error).__name__}: {error}"
+                    f"{KERNEL_FAILED} to load: {type(error).__name__}: {error}"
                 )
         self._prepared[key] = (segment.candidate, prepared)
         return prepared
