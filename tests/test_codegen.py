@@ -497,6 +497,9 @@ def test_the_executor_runs_the_corpus_segment_after_segment(path: Path) -> None:
                     for segment in segment_fusion(fusion, inputs).segments]
         for outcome in outcomes:
             assert (outcome.executor == "cupy") == (outcome.fallback is None)
+        # Every segment a kernel is generated for ran on it: a run without kernels cannot pass.
+        generated = [isinstance(k, Kernel) for _, k in kernels_of(fusion, inputs)]
+        assert [o.executor == "cupy" for o in outcomes] == generated, path.name
         for output in fusion.outputs:
             if output.alias_input is None and hasattr(output.value, "domain"):
                 expected = reference[output.value.uid]
