@@ -128,10 +128,15 @@ def test_operators_map_to_ops():
     assert quotient.dtype is D.Int  # '/' is C-style div, not truediv
 
 
-def test_python_literal_operand_is_rejected():
-    with pytest.raises(TypeError, match="define_scalar"):
-        with FusionDefinition() as fd:
-            fd.ops.mul(_tensor(fd, D.Float), 2.0)
+def test_python_literal_operand_is_a_constant_scalar():
+    # nvFuser takes Python numbers where a Scalar goes: fd.ops.mul(T, 2.0) records the constant.
+    with FusionDefinition() as fd:
+        out = fd.ops.mul(_tensor(fd, D.Float), 2.0)
+        fd.add_output(out)
+    cast, mul = fd.fusion.exprs  # the Double constant is cast to the Float math, as nvFuser
+    (constant,) = cast.inputs
+    assert (constant.is_constant, constant.value, constant.dtype) == (True, 2.0, D.Double)
+    assert mul.outputs[0].dtype is D.Float  # a scalar does not widen a Float tensor
 
 
 # -- define_tensor overloads ------------------------------------------------------------------

@@ -190,3 +190,68 @@ def test_cuda_queries_describe_the_modeled_gpu_while_mapped():
             assert "H200" in torch.cuda.get_device_properties(0).name
     untimed = torch.cuda.Event  # restored
     assert untimed.__module__.startswith("torch")
+
+
+# -- Python numbers as operands, as nvfuser_direct repros write them ---------------------------
+
+
+def test_python_numbers_are_operands_with_nvfuser_s_scalar_dtypes(tmp_path):
+    from fusecli.app.pipeline import RunOptions, run_loaded
+    from fusecli.ir.dtype import DataType
+
+    path = tmp_path / "numbers.py"
+    path.write_text(textwrap.dedent("""\
+        import torch
+        from nvfuser_direct import FusionDefinition, DataType
+        with FusionDefinition() as fd:
+            T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            S0 = fd.define_scalar(None, dtype=DataType.Double)
+            T1 = fd.ops.add(3, fd.ops.mul(T0, 2))
+            T2 = fd.ops.mul(T1, fd.ops.div(S0, 16))
+            T3 = fd.ops.where(fd.ops.gt(T2, 1.0), T2, 0.0)
+            fd.add_output(fd.ops.sub(T3, True))
+        fd.execute([torch.randn(8, 16), 4.0])
+        """), encoding="utf-8")
+    (loaded,) = load_path(path, device="cpu")
+    constants = [e for e in loaded.fusion.exprs for v in e.inputs
+                 if getattr(v, "is_constant", False)]
+    dtypes = {type(v.value): v.dtype for e in constants for v in e.inputs
+              if getattr(v, "is_constant", False)}
+    assert dtypes[int] is DataType.Int and dtypes[float] is DataType.Double
+    assert dtypes[bool] is DataType.Bool
+    assert run_loaded(loaded, RunOptions(executor="aten", device="cpu")).status == "pass"
+    x = loaded.inputs[0]
+    expected = ((x * 2 + 3) * 0.25)
+    expected = torch.where(expected > 1, expected, 0.0) - 1
+    assert "fd.define_scalar(2, dtype=DataType.Int)" in repr(loaded.fd)
+    from fusecli.reference import run_reference
+
+    (out,) = run_reference(loaded.fusion, [x, 4.0]).outputs
+    assert torch.allclose(out, expected)
+
+
+def test_an_operand_that_is_no_number_names_the_op():
+    from fusecli.frontend import DataType, FusionDefinition
+
+    with pytest.raises(TypeError, match=r"fd.ops.mul: expected a Tensor, a Scalar or a Python "
+                                        r"number, got 'two'"):
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+            fd.ops.mul(t0, "two")
+
+
+# -- uniform in low precision stays inside [low, high) --------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_uniform_stays_below_high_in_every_precision(dtype):
+    # nvFuser bug #1653: a float64 draw rounded to bfloat16 returned 1.0 for one draw in 512.
+    from fusecli.ir.rng import random_tensor
+
+    values = random_tensor("uniform", (1 << 18,), dtype, 0.0, 1.0, seed=0, offset=0)
+    assert values.dtype == dtype
+    assert float(values.min()) >= 0.0 and float(values.max()) < 1.0
+    narrow = random_tensor("uniform", (4096,), dtype, 10.0, 10.01, seed=1, offset=0)
+    assert bool((narrow >= 10.0).all() and (narrow.double() < 10.01).all())
+    # Still uniform: the mean of 2**18 draws is 1/2 within a few standard errors.
+    assert abs(float(values.double().mean()) - 0.5) < 5 * (1 / 12) ** 0.5 / 512

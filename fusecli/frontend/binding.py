@@ -59,10 +59,17 @@ def tensor_arg(op: str, value: object, name: str = "arg") -> Tensor:
 def operand_arg(op: str, value: object) -> State:
     if isinstance(value, Tensor | Scalar):
         return value
-    raise TypeError(
-        f"fd.ops.{op}: expected a Tensor or Scalar, got {value!r}; "
-        "define Python numbers with fd.define_scalar"
-    )
+    raise TypeError(f"fd.ops.{op}: expected a Tensor, a Scalar or a Python number, got {value!r}")
+
+
+def python_number(value: object) -> bool:
+    """A number nvFuser takes where a Scalar goes (``fd.ops.mul(T, 2)``): bool, int, float,
+    complex, or a numpy or 0-dim torch number."""
+    if isinstance(value, bool | int | float | complex):
+        return True
+    item = getattr(value, "item", None)
+    shape = getattr(value, "shape", None)
+    return callable(item) and shape is not None and tuple(shape) == ()
 
 
 def int_arg(op: str, value: object, name: str) -> int:
@@ -105,6 +112,13 @@ class OpsBase:
         states = [self._fd._wrap(r) for r in results]
         self._fd._record(Record(f"fd.ops.{name}", states, args))
         return states[0] if len(states) == 1 else tuple(states)
+
+    def _operand(self, op: str, value: object) -> State:
+        """An operand: a Tensor or Scalar as given, a Python number as the constant
+        ``fd.define_scalar(value)`` makes (Int, Double, Bool or ComplexDouble, as nvFuser)."""
+        if not isinstance(value, Tensor | Scalar) and python_number(value):
+            return self._fd.define_scalar(value)
+        return operand_arg(op, value)
 
     def _start(self, name: str) -> None:
         self._fd._check_defining(f"fd.ops.{name}")

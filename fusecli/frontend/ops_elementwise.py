@@ -10,7 +10,6 @@ from fusecli.frontend.binding import (
     bind_op,
     dtype_arg,
     int_arg,
-    operand_arg,
     tensor_arg,
 )
 from fusecli.frontend.state import State, Tensor
@@ -24,7 +23,7 @@ class ElementwiseOps(OpsBase):
 
     def _elementwise(self, op: OpType, *operands: object) -> State:
         self._start(op.value)
-        states = [operand_arg(op.value, v) for v in operands]
+        states = [self._operand(op.value, v) for v in operands]
         if op is OpType.where:
             result = ew.where(self._b, *(s.val for s in states))
         else:
@@ -34,7 +33,7 @@ class ElementwiseOps(OpsBase):
     def cast(self, *args: Any, **kwargs: Any) -> State:
         bound = bind_op(OpType.cast, args, kwargs)
         self._start("cast")
-        arg = operand_arg("cast", bound["arg"])
+        arg = self._operand("cast", bound["arg"])
         result = ew.cast(self._b, arg.val, dtype_arg("cast", bound["dtype"]))
         if result is arg.val:  # nvFuser still makes a new value: a set
             result = shp.set_op(self._b, OpType.set, arg.val) if isinstance(arg, Tensor) else (

@@ -9,7 +9,6 @@ from fusecli.frontend.binding import (
     bind_op,
     dtype_arg,
     int_arg,
-    operand_arg,
     tensor_arg,
 )
 from fusecli.frontend.state import Scalar, Tensor
@@ -65,7 +64,7 @@ class MiscOps(OpsBase):
         self._start("scatter")
         arg = tensor_arg("scatter", bound["arg1"])
         index = tensor_arg("scatter", bound["index"], "index")
-        src = operand_arg("scatter", bound["src"])
+        src = self._operand("scatter", bound["src"])
         dim = int_arg("scatter", bound["dim"], "dim")
         result = other.scatter(self._b, arg.val, index.val, src.val, dim)
         return self._finish(
@@ -93,7 +92,7 @@ class MiscOps(OpsBase):
     def full(self, *args: Any, **kwargs: Any) -> Tensor:
         bound = bind_op(OpType.full, args, kwargs)
         self._start("full")
-        fill = operand_arg("full", bound["fill_value"])
+        fill = self._operand("full", bound["fill_value"])
         dtype = dtype_arg("full", bound["dtype"])
         shape, printed = self._fd._inline_vector(bound["shape"], "full")
         result = other.full(self._b, shape.val, fill.val, dtype)
@@ -121,7 +120,7 @@ class MiscOps(OpsBase):
         first, second = op.definition.params[:2]
         bound = bind_op(op, args, kwargs)
         self._start(op.value)
-        low, high = operand_arg(op.value, bound[first]), operand_arg(op.value, bound[second])
+        low, high = self._operand(op.value, bound[first]), self._operand(op.value, bound[second])
         shape, printed = self._fd._inline_vector(bound["shape"], op.value)
         seed, offset = bound["rng_seed"], bound["rng_offset"]
         dtype = dtype_arg(op.value, bound["dtype"])

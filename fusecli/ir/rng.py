@@ -8,6 +8,7 @@ scaled, cast and moved to the device. Bit-exact agreement with nvFuser's Philox 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -27,10 +28,32 @@ def random_tensor(
     generator = torch.Generator(device="cpu").manual_seed(int(seed) * 1_000_003 + int(offset))
     if kind == "uniform":
         values = torch.rand(shape, generator=generator, dtype=torch.float64)
-        values = values * (second - first) + first
-    elif kind == "normal":
+        return _uniform_in(values, dtype, first, second).to(device)
+    if kind == "normal":
         values = torch.randn(shape, generator=generator, dtype=torch.float64)
         values = values * second + first
-    else:
-        raise ValueError(f"unknown random distribution {kind!r}")
-    return values.to(dtype=dtype).to(device)
+        return values.to(dtype=dtype).to(device)
+    raise ValueError(f"unknown random distribution {kind!r}")
+
+
+def _uniform_in(draws: Any, dtype: Any, low: float, high: float) -> Any:
+    """Uniform draws in [0, 1) as values of ``dtype`` in [low, high), as torch.rand makes them.
+
+    torch draws a float type's ``digits`` random bits (bfloat16 8, half 11, float 24): ``k /
+    2**digits``, so 1.0 never comes out. Rounding a float64 draw to bfloat16 instead returns
+    1.0 for one draw in 512 (nvFuser bug #1653). The scaled value is rounded to ``dtype`` and,
+    should that rounding reach ``high``, held at the largest value below it.
+    """
+    import torch
+
+    if not dtype.is_floating_point:
+        return (draws * (high - low) + low).to(dtype)
+    digits = 1 - round(math.log2(torch.finfo(dtype).eps))  # bfloat16 8, float 24, double 53
+    scale = 2.0 ** min(digits, 53)
+    values = (torch.floor(draws * scale) / scale) * (high - low) + low
+    values = values.to(dtype)
+    if high > low:
+        top = torch.tensor(high, dtype=dtype)
+        below = torch.nextafter(top, torch.tensor(low, dtype=dtype)) if top.item() > low else top
+        values = torch.where(values >= top, below, values)
+    return values
