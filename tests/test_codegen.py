@@ -634,3 +634,15 @@ def test_a_kernel_that_fails_to_compile_is_an_error_when_cupy_was_asked_for(
     assert all(d.ok for d in outcome.outputs)  # ATen's values, still diffed
     if asked == "cupy":
         assert outcome.error.startswith("segment 0 (pointwise): the kernel failed to compile")
+
+
+@needs_gxx
+def test_an_index_select_kernel_reads_a_zero_dim_index():
+    x, index = torch.randn(8, 16), torch.tensor(3)
+
+    def body(fd):
+        picked = fd.ops.index_select(define(fd, x), fd.from_pytorch(index), 1)
+        fd.add_output(fd.ops.exp(picked))
+
+    fd = fusion_of(body)
+    assert check_on_emulator(fd.fusion, [x, index]) >= 1

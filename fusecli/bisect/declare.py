@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 import torch
 
-from fusecli.frontend import FusionDefinition, compute_tensor_descriptor
+from fusecli.frontend import FusionDefinition
+from fusecli.frontend.descriptors import tensor_descriptor
 from fusecli.frontend.state import State
 from fusecli.ir.nodes import Scalar, TensorView, Val
 
@@ -67,7 +68,7 @@ def declare_input(
     if declared and value.contiguity:
         contiguity, stride_order = list(value.contiguity), list(value.stride_order)
     else:
-        _, contiguity, stride_order = compute_tensor_descriptor(
+        _, contiguity, stride_order = tensor_descriptor(
             list(example.shape), list(example.stride())
         )
     return fd.define_tensor(

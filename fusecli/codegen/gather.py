@@ -27,7 +27,8 @@ def _position(emitter: Emitter, value: str, dtype: DataType, size: int) -> Index
 def _index_select(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:
     source, positions = expr.inputs
     dim = expr.attr("dim")
-    loaded = emitter.value(positions, (index[dim],))
+    # A 0-dim index (nvFuser and torch take it as one position) is read without an index.
+    loaded = emitter.value(positions, (index[dim],) if positions.ndim else ())
     source_index = list(index)
     source_index[dim] = _position(emitter, loaded, positions.dtype, emitter.ctx.shape(source)[dim])
     return emitter.value(source, tuple(source_index))

@@ -4,6 +4,7 @@ Scripts loaded by fusecli that import ``nvfuser`` get this module; it can also b
 directly: ``from fusecli.frontend import FusionDefinition, DataType``.
 """
 
+from fusecli.frontend.caches import LRUCache, LruFusionCache, PythonProfiler, clone
 from fusecli.frontend.definition import FusionCache, FusionDefinition
 from fusecli.frontend.descriptors import compute_contiguity, compute_tensor_descriptor
 from fusecli.frontend.state import Scalar, Tensor, Vector
@@ -18,15 +19,32 @@ def version() -> str:
     return f"fusecli-{__version__}"
 
 
+TensorView = Tensor  # nvfuser_direct's name for a tensor handle
+
+
+def enable_automatic_serialization() -> None:
+    """nvFuser saves its fusion cache at exit when enabled; fusecli keeps no cache on disk."""
+
+
+def disable_automatic_serialization() -> None:
+    """See ``enable_automatic_serialization``: nothing to disable."""
+
 __all__ = [
     "DataType",
     "DefinitionError",
     "FusionCache",
     "FusionDefinition",
+    "LRUCache",
+    "LruFusionCache",
+    "PythonProfiler",
     "Scalar",
     "Tensor",
+    "TensorView",
     "Vector",
+    "clone",
     "compute_contiguity",
     "compute_tensor_descriptor",
+    "disable_automatic_serialization",
+    "enable_automatic_serialization",
     "version",
 ]

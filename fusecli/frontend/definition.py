@@ -64,7 +64,19 @@ class FusionDefinition:
         self._defining = False
         self._input_states: list[State] = []
         self._output_states: list[State] = []
+        self.fec: Any = None  # an LRUCache entry (nvfuser_direct): what runs when set
         self.ops = Ops(self)
+
+    def _copy_definition_of(self, other: FusionDefinition) -> None:
+        """This definition made the same as ``other``'s (``nvfuser.clone``): the same records,
+        states and fusion, which is immutable and so may be shared."""
+        other._ensure_defined()
+        self._reset()
+        self._records = list(other._records)
+        self._states = list(other._states)
+        self._input_states = list(other._input_states)
+        self._output_states = list(other._output_states)
+        self._fusion, self._id = other.fusion, other._id
 
     # -- definition lifecycle --------------------------------------------------------------
 
@@ -91,7 +103,7 @@ class FusionDefinition:
         raise NotImplementedError("definition() should be implemented by child class!")
 
     def _ensure_defined(self) -> None:
-        if self._fusion is None:
+        if getattr(self, "_fusion", None) is None and self.fec is None:
             self._setup_definition()
             self.definition()
             self._finalize_definition()
@@ -101,10 +113,14 @@ class FusionDefinition:
 
     @property
     def fusion(self) -> nodes.Fusion:
-        """The IR of this definition (fusecli's own attribute)."""
-        if self._fusion is None:
+        """The IR of this definition (nvfuser_direct's attribute; its cache entry's fusion
+        once ``fec`` is set and the definition's own is deleted, as nvFuser's tests do)."""
+        fusion = getattr(self, "_fusion", None)
+        if fusion is None and self.fec is not None:
+            return self.fec.fusion
+        if fusion is None:
             raise RuntimeError("Invalid fusion definition!")
-        return self._fusion
+        return fusion
 
     @property
     def records(self) -> list[Record]:
@@ -279,7 +295,8 @@ class FusionDefinition:
         return definition_text(self, function_name)
 
     def __repr__(self) -> str:
-        return self._definition_text()
+        # nvFuser's legacy print starts with a newline (its tests read the name on line 1).
+        return "\n" + self._definition_text()
 
     __str__ = __repr__
 
@@ -287,6 +304,23 @@ class FusionDefinition:
         from fusecli.frontend.repro import repro_script, version_header
 
         return repro_script(self, inputs, header=version_header())
+
+    def segment(self, inputs: Sequence[Any]) -> int:
+        """The number of segments fusecli's segmenter cuts this fusion into for ``inputs``
+        (legacy ``fd.segment``; the definition itself is unchanged, as execution segments it
+        the same way)."""
+        from fusecli.segment.segmenter import segment_fusion
+
+        self._ensure_defined()
+        return len(segment_fusion(self.fusion, list(inputs)).segments)
+
+    def _repro_error_str(self, section: str, inputs: Sequence[Any] | None = None) -> str:
+        """nvFuser's message on an exception, with the script that reproduces it."""
+        return (
+            f"An error occurred while {section} nvFuser FusionDefinition {self.id()}.\n"
+            "Here's a script to reproduce the error:\n```python\n"
+            f"{self.repro_script_for(inputs)}```\n"
+        )
 
     def fusion_ir(self) -> str:
         from fusecli.ir.printer import print_fusion
@@ -312,8 +346,9 @@ class FusionDefinition:
         inputs: Sequence[Any],
         reference_outputs: Sequence[Any] | None = None,
         **execute_kwargs: Any,
-    ) -> None:
-        """Raise AssertionError unless the outputs match the reference (default: eager torch)."""
+    ) -> list[Any]:
+        """The outputs, after an AssertionError unless they match the reference (default: eager
+        torch), as ``nvfuser_direct``'s validate returns them."""
         from fusecli.compare import compare_tensors, tolerance_for
         from fusecli.reference import run_reference
 
@@ -324,3 +359,14 @@ class FusionDefinition:
             diff = compare_tensors(actual, expected, tolerance=tolerance_for(expected.dtype))
             if not diff.ok:
                 raise AssertionError(f"output {index} does not match: {diff.summary()}")
+        return outputs
+
+
+class DirectFusionDefinition(FusionDefinition):
+    """``nvfuser_direct.FusionDefinition``: the same definition, printed as the direct frontend
+    prints it (``def nvfuser_fusion(fd : FusionDefinition) -> None :``, no leading newline)."""
+
+    def __repr__(self) -> str:
+        return self._definition_text("nvfuser_fusion")
+
+    __str__ = __repr__

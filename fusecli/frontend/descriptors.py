@@ -34,7 +34,7 @@ def parse_define_tensor(args: tuple, kwargs: dict) -> dict[str, Any]:
         bound = dict(zip(names, args))
         bound.update(kwargs)
         sizes, strides = list(bound["sizes"]), list(bound["strides"])
-        shape, contiguity, stride_order = compute_tensor_descriptor(sizes, strides)
+        shape, contiguity, stride_order = tensor_descriptor(sizes, strides)
         if bound.get("static_sizes", False):
             shape = sizes
         else:
@@ -116,6 +116,14 @@ def compute_contiguity(sizes: Sequence[int], strides: Sequence[int]) -> list[boo
 
 
 def compute_tensor_descriptor(
+    sizes: Sequence[int], strides: Sequence[int]
+) -> tuple[list[bool | None], list[int]]:
+    """nvFuser's ``compute_tensor_descriptor``: (contiguity, stride_order) of a tensor layout."""
+    _, contiguity, stride_order = tensor_descriptor(sizes, strides)
+    return contiguity, stride_order
+
+
+def tensor_descriptor(
     sizes: Sequence[int], strides: Sequence[int]
 ) -> tuple[list[int], list[bool | None], list[int]]:
     """(shape, contiguity in allocation order, stride_order), as nvFuser computes them.

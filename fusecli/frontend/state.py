@@ -118,6 +118,9 @@ class Tensor(_Arithmetic):
     def size(self, dim: int) -> Scalar:
         return self.fd.ops.size(self, dim)
 
+    def is_tensor(self) -> bool:  # nvfuser_direct's Val API
+        return True
+
     def __repr__(self) -> str:
         return f"Tensor(index={self.index}, ndim={self.ndim})"
 
@@ -129,6 +132,9 @@ class Scalar(_Arithmetic):
     @property
     def dtype(self):
         return self.val.dtype
+
+    def is_tensor(self) -> bool:
+        return False
 
     def __repr__(self) -> str:
         return f"Scalar(index={self.index})"

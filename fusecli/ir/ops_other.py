@@ -32,11 +32,13 @@ def _check_index(op: str, index: TensorView) -> None:
 
 def index_select(b: FusionBuilder, arg: TensorView, index: TensorView, dim: int) -> TensorView:
     _check_index("index_select", index)
-    if index.ndim != 1:
+    if index.ndim > 1:
         raise DefinitionError("index_select", f"index must be 1-D, got a {describe(index)}")
     dim = normalize_dim("index_select", dim, arg.ndim)
     domain = list(copy_domain(arg.logical))
-    domain[dim] = IterDomain.iteration(index.logical[0].logical_extent)
+    # A 0-dim index selects one position (as torch.index_select takes it): the dim keeps size 1.
+    extent = index.logical[0].logical_extent if index.ndim else 1
+    domain[dim] = IterDomain.iteration(extent)
     out = TensorView(dtype=arg.dtype, domain=tuple(domain))
     b.emit(OpType.index_select, [arg, index], [out], dim=dim)
     return out

@@ -39,6 +39,10 @@ def shim_module(name: str) -> types.ModuleType:
     module = types.ModuleType(name, frontend.__doc__)
     for attribute in frontend.__all__:
         setattr(module, attribute, getattr(frontend, attribute))
+    if name == "nvfuser_direct":
+        from fusecli.frontend.definition import DirectFusionDefinition
+
+        module.FusionDefinition = DirectFusionDefinition
     module.__path__ = []  # a package, so that ``import nvfuser.pytorch_utils`` is understood
     module.__version__ = frontend.__version__
     utils = types.ModuleType(f"{name}.pytorch_utils")

@@ -1,0 +1,151 @@
+"""Run nvFuser's own Python frontend test suites against fusecli's frontend, on the CPU.
+
+    git clone https://github.com/NVIDIA/Fuser /tmp/Fuser        # once (or any clone, bare too)
+    pip install -e '.[conformance]'      # expecttest and looseversion: its utilities import them
+    python tests/conformance/run.py --fuser /tmp/Fuser          # both suites, a table at the end
+    python tests/conformance/run.py --fuser /tmp/Fuser --suite direct --json /tmp/direct.json
+
+The suites are read from the clone's git history, never copied into this repository:
+
+- ``legacy``: every ``tests/python/test_*.py`` (``import nvfuser``: the frontend tests,
+  normalization, schedules...) as they stood before nvFuser removed them (the parent of commit
+  ``LEGACY_REMOVED``);
+- ``direct``: every ``tests/python/direct/test_*.py`` (``import nvfuser_direct``) at the clone's
+  HEAD (``--rev``).
+
+Each suite's ``tests/python`` tree is extracted into a temporary folder and run by pytest with
+``plugin.py`` (nvFuser mapped to fusecli, CUDA to the CPU, out-of-scope tests skipped by a
+listed reason, a time limit per test). The table counts collected, passed, failed (assertion
+or error), skipped by reason; ``--json`` also writes every test's outcome and first error line,
+and the most common failure lines. CI does not run this: it needs nvFuser's sources and takes
+minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+LEGACY_REMOVED = "a092ad9e3"  # "Remove legacy python tests" in NVIDIA/Fuser
+
+SUITES = {
+    "legacy": {"rev": f"{LEGACY_REMOVED}^", "folder": "tests/python"},
+    "direct": {"rev": None, "folder": "tests/python/direct"},
+}
+
+
+def suite_files(fuser: Path, rev: str, folder: str) -> list[str]:
+    """The suite's test files: every ``test_*.py`` directly in ``folder`` at ``rev``."""
+    names = git(fuser, "ls-tree", "--name-only", rev, folder + "/").decode().split("\n")
+    return sorted(n for n in names if Path(n).name.startswith("test_") and n.endswith(".py"))
+
+
+def git(fuser: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(fuser), *args], check=True,
+                          capture_output=True).stdout
+
+
+def extract(fuser: Path, rev: str, into: Path) -> None:
+    """The ``tests/python`` tree at ``rev`` under ``into``, as files."""
+    names = git(fuser, "ls-tree", "-r", "--name-only", rev, "tests/python").decode().split("\n")
+    for name in filter(None, names):
+        if "/multidevice/" in name or not name.endswith((".py", ".json")):
+            continue
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(git(fuser, "show", f"{rev}:{name}"))
+    (into / "tests" / "__init__.py").touch()
+
+
+def run_suite(fuser: Path, name: str, head: str, extra: list[str]) -> list[dict]:
+    suite = SUITES[name]
+    rev = suite["rev"] or head
+    with tempfile.TemporaryDirectory(prefix=f"fusecli-conformance-{name}-") as folder:
+        folder = Path(folder)
+        extract(fuser, rev, folder)
+        files = suite_files(fuser, rev, suite["folder"])
+        log = folder / "outcomes.jsonl"
+        env = dict(os.environ, FUSECLI_CONFORMANCE_LOG=str(log),
+                   PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), str(folder / "tests")]))
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "plugin", "-p", "no:cacheprovider",
+                   "--continue-on-collection-errors",
+                   "-o", "addopts=", "--rootdir", str(folder / "tests"), *extra,
+                   *[str(folder / f) for f in files]]
+        print(f"conformance: {name} suite at {rev}: {len(files)} files in {suite['folder']}",
+              flush=True)
+        subprocess.run(command, cwd=folder / "tests", env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text().splitlines() if line]
+
+
+def tally(outcomes: list[dict]) -> dict:
+    counts = collections.Counter(o["outcome"] for o in outcomes)
+    skipped = collections.Counter(
+        (o["reason"] or "").removeprefix("Skipped: ") for o in outcomes if o["outcome"] == "skipped"
+    )
+    failures = collections.Counter(
+        _normalized(o["reason"] or "") for o in outcomes if o["outcome"] == "failed"
+    )
+    ran = counts["passed"] + counts["failed"]
+    return {
+        "collected": len(outcomes), "passed": counts["passed"], "failed": counts["failed"],
+        "skipped": counts["skipped"], "ran": ran,
+        "pass_rate": round(100 * counts["passed"] / ran, 1) if ran else 0.0,
+        "skipped_by_reason": dict(skipped.most_common()),
+        "top_failures": failures.most_common(25),
+    }
+
+
+def _normalized(line: str) -> str:
+    import re
+
+    line = re.sub(r"0x[0-9a-f]+", "0x…", line)
+    line = re.sub(r"\d+(\.\d+)?", "N", line)
+    return line[:160]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fuser", type=Path, required=True,
+                        help="a clone of NVIDIA/Fuser (a bare git directory will do)")
+    parser.add_argument("--suite", choices=[*SUITES, "all"], default="all")
+    parser.add_argument("--rev", default="HEAD", help="the revision of the direct suite")
+    parser.add_argument("--json", type=Path, help="write every outcome and the tallies here")
+    parser.add_argument("-k", help="only tests matching this pytest expression")
+    args = parser.parse_args(argv)
+    extra = ["-k", args.k] if args.k else []
+    names = list(SUITES) if args.suite == "all" else [args.suite]
+    results = {}
+    for name in names:
+        outcomes = run_suite(args.fuser, name, args.rev, extra)
+        results[name] = {"tally": tally(outcomes), "outcomes": outcomes}
+    print(f"\n{'suite':8} {'collected':>9} {'ran':>5} {'passed':>6} {'failed':>6} "
+          f"{'skipped':>7} {'pass %':>7}")
+    for name, result in results.items():
+        t = result["tally"]
+        print(f"{name:8} {t['collected']:>9} {t['ran']:>5} {t['passed']:>6} {t['failed']:>6} "
+              f"{t['skipped']:>7} {t['pass_rate']:>7}")
+    for name, result in results.items():
+        print(f"\n{name}: skipped by reason")
+        for reason, count in result["tally"]["skipped_by_reason"].items():
+            print(f"  {count:5}  {reason[:110]}")
+        print(f"{name}: most common failures")
+        for line, count in result["tally"]["top_failures"][:12]:
+            print(f"  {count:5}  {line}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
