@@ -79,7 +79,18 @@ def _install() -> None:
         _stack.callback(setattr, torch.cuda, name, original)
 
 
+def _limit_memory() -> None:
+    """Cap the address space (``FUSECLI_CONFORMANCE_MEMORY_GB``, default 10): a test sized for an
+    H200 (2**29 random draws, 100 times) then fails with MemoryError instead of the whole run
+    being killed."""
+    import resource
+
+    limit = int(float(os.environ.get("FUSECLI_CONFORMANCE_MEMORY_GB", "10")) * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 _install()
+_limit_memory()
 
 
 def pytest_unconfigure(config) -> None:
