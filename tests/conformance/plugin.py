@@ -38,7 +38,8 @@ OUT_OF_SCOPE = (
      re.compile(r"multidevice|DeviceMesh|\bmesh\b|dtensor")),
     ("Blackwell-only (nvfp4, mxfp8, cutlass)",
      re.compile(r"nvfp4|mxfp8|cutlass|is_pre_blackwell\(\)")),
-    ("profiling (FusionProfiler, CUPTI)", re.compile(r"FusionProfiler|profile\(|cupti", re.I)),
+    ("profiling (FusionProfiler, CUPTI)",
+     re.compile(r"FusionProfiler|PythonProfiler|profile\(|profile=True|cupti", re.I)),
     ("JAX", re.compile(r"\bjax\b")),
     ("CUDA streams and graphs", re.compile(r"torch\.cuda\.Stream|CUDAGraph|cuda\.graph")),
 )
