@@ -255,3 +255,14 @@ def test_uniform_stays_below_high_in_every_precision(dtype):
     assert bool((narrow >= 10.0).all() and (narrow.double() < 10.01).all())
     # Still uniform: the mean of 2**18 draws is 1/2 within a few standard errors.
     assert abs(float(values.double().mean()) - 0.5) < 5 * (1 / 12) ** 0.5 / 512
+
+
+def test_a_random_op_takes_any_int64_seed():
+    # nvFuser's seeds are int64 values: one near 2**62 overflowed torch's manual_seed.
+    from fusecli.ir.rng import random_tensor
+
+    big = random_tensor("uniform", (8,), torch.float32, 0.0, 1.0, seed=2**62 + 5, offset=3)
+    again = random_tensor("uniform", (8,), torch.float32, 0.0, 1.0, seed=2**62 + 5, offset=3)
+    assert torch.equal(big, again) and bool(((big >= 0) & (big < 1)).all())
+    small = random_tensor("uniform", (8,), torch.float32, 0.0, 1.0, seed=7, offset=1)
+    assert not torch.equal(big, small)

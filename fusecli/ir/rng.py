@@ -2,8 +2,9 @@
 
 nvFuser draws from Philox with a (seed, offset) pair; fusecli defines its own deterministic stream
 so that every executor and the reference produce the same numbers for the same (seed, offset):
-torch's CPU generator seeded with ``seed * 1_000_003 + offset``, drawn in float64 on the CPU,
-scaled, cast and moved to the device. Bit-exact agreement with nvFuser's Philox is not a goal.
+torch's CPU generator seeded with ``(seed * 1_000_003 + offset) mod 2**63``, drawn in float64 on
+the CPU, scaled, cast and moved to the device. Bit-exact agreement with nvFuser's Philox is not a
+goal.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ def random_tensor(
     """``kind`` is "uniform" (first=low, second=high) or "normal" (first=mean, second=std)."""
     import torch
 
-    generator = torch.Generator(device="cpu").manual_seed(int(seed) * 1_000_003 + int(offset))
+    # Folded into torch's seed range: nvFuser's seeds are any int64 (the same stream as before
+    # for every seed whose product fits).
+    generator = torch.Generator(device="cpu").manual_seed(
+        (int(seed) * 1_000_003 + int(offset)) % 2**63
+    )
     if kind == "uniform":
         values = torch.rand(shape, generator=generator, dtype=torch.float64)
         return _uniform_in(values, dtype, first, second).to(device)
