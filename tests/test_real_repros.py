@@ -266,3 +266,27 @@ def test_a_random_op_takes_any_int64_seed():
     assert torch.equal(big, again) and bool(((big >= 0) & (big < 1)).all())
     small = random_tensor("uniform", (8,), torch.float32, 0.0, 1.0, seed=7, offset=1)
     assert not torch.equal(big, small)
+
+
+def test_explain_segmentation_needs_no_eager_evaluation(tmp_path):
+    # Eager torch raises on these inputs (an index past the end); the explanation is still given.
+    from click.testing import CliRunner
+
+    from fusecli.cli.main import cli, register
+
+    register()
+    path = tmp_path / "out_of_range.py"
+    path.write_text(textwrap.dedent("""\
+        import torch
+        from nvfuser import FusionDefinition, DataType
+        with FusionDefinition() as fd:
+            T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            T1 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+            fd.add_output(fd.ops.exp(fd.ops.index_select(T0, T1, 0)))
+        fd.execute([torch.randn(4, 3), torch.tensor([7, 9])])
+        """), encoding="utf-8")
+    explained = CliRunner().invoke(cli, ["explain-segmentation", str(path), "--json"])
+    assert explained.exit_code == 0, explained.output
+    assert "pointwise" in explained.stdout
+    ran = CliRunner().invoke(cli, ["run", str(path), "--json"])
+    assert ran.exit_code == 3 and "index out of range" in ran.stdout  # run does evaluate
