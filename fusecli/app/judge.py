@@ -22,7 +22,7 @@ def float64_reference(
         return None, None
     analytic = options.tolerance == "analytic"
     result = run_reference(
-        fusion, _clone(inputs), float64=True, seed=options.seed, bounds=analytic
+        fusion, clone_inputs(inputs), float64=True, seed=options.seed, bounds=analytic
     )
     return result.outputs, result.bounds
 
@@ -100,10 +100,9 @@ def _bounded_tolerance(want: Any, reference: Any, carried: Any) -> Any:
     return Tolerance(rtol, atol, source)
 
 
-
-
-def _clone(inputs: Sequence[Any]) -> list[Any]:
-    """Fresh copies with the same strides: the reference may write aliased outputs into inputs."""
+def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
+    """Fresh copies with the same strides, for each run: executors and the reference write
+    aliased outputs into their inputs."""
     from fusecli.load.inputs import clone_exact
 
     return list(clone_exact(list(inputs)))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusecli.app.judge import diff_outputs, float64_reference
+from fusecli.app.judge import clone_inputs, diff_outputs, float64_reference
 from fusecli.errors import FusecliError, InputError, PipelineError
 
 EXIT_OK, EXIT_MISMATCH = 0, 1
@@ -250,7 +250,7 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
     started = time.perf_counter()
     try:
         segmented, run = run_fusion(
-            fusion, _clone(loaded.inputs), rules=options.rules, executor=options.executor,
+            fusion, clone_inputs(loaded.inputs), rules=options.rules, executor=options.executor,
             seed=options.seed, strict=options.strict,
         )
         outcome.segments = [
@@ -259,7 +259,7 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
         ]
         failed_kernel = _failed_kernel(outcome.segments, options)
         actual = run.outputs
-        expected = run_reference(fusion, _clone(loaded.inputs), seed=options.seed).outputs
+        expected = run_reference(fusion, clone_inputs(loaded.inputs), seed=options.seed).outputs
         precise, bounds = float64_reference(fusion, loaded.inputs, options)
     except FusecliError as error:
         if options.debug:
@@ -291,13 +291,6 @@ def _failed_kernel(segments: Sequence[SegmentInfo], options: RunOptions) -> str 
         if segment.fallback and segment.fallback.startswith(KERNEL_FAILED):
             return f"segment {segment.id} ({segment.scheduler}): {segment.fallback} (ran on ATen)"
     return None
-
-
-def _clone(inputs: Sequence[Any]) -> list[Any]:
-    """Fresh copies with the same strides: executors may write aliased outputs into inputs."""
-    from fusecli.load.inputs import clone_exact
-
-    return list(clone_exact(list(inputs)))
 
 
 def describe_inputs(inputs: Sequence[Any]) -> list[InputInfo]:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fusecli.app.corpus import normalize_message
-from fusecli.app.judge import diff_outputs, float64_reference
+from fusecli.app.judge import clone_inputs, diff_outputs, float64_reference
 from fusecli.app.pipeline import RunOptions
 from fusecli.ir.nodes import Fusion, Vector
 from fusecli.reference import run_reference
@@ -104,11 +104,11 @@ def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> V
     started = time.perf_counter()
     fusion, inputs = loaded.fusion, loaded.inputs
     try:
-        actual = run_under_test(fusion, _clone(inputs), options, segments)
+        actual = run_under_test(fusion, clone_inputs(inputs), options, segments)
     except Exception as error:  # a crash of the executor under test, whatever it raised
         return _timed(error_verdict(error, "execute"), started)
     try:
-        expected = run_reference(fusion, _clone(inputs), seed=options.seed).outputs
+        expected = run_reference(fusion, clone_inputs(inputs), seed=options.seed).outputs
         precise, bounds = float64_reference(fusion, inputs, options)
     except ReferenceInputError as error:
         return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
@@ -124,12 +124,6 @@ def _timed(verdict: Verdict, started: float) -> Verdict:
     from dataclasses import replace
 
     return replace(verdict, seconds=round(time.perf_counter() - started, 6))
-
-
-def _clone(inputs: Sequence[Any]) -> list[Any]:
-    from fusecli.load.inputs import clone_exact
-
-    return [clone_exact(v) for v in inputs]
 
 
 def compare_outputs(

@@ -72,7 +72,8 @@ EXECUTION_OPTIONS = (
         "float64 as tie-break. --rtol/--atol select loose with those values.",
     ),
     click.option("--no-tiebreak", is_flag=True,
-                 help="Do not run the float64 reference to excuse results closer to float64."),
+                 help="With --tolerance loose: do not run the float64 reference to excuse "
+                 "results closer to float64 (analytic always needs it)."),
 )
 
 

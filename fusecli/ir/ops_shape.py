@@ -21,6 +21,7 @@ from fusecli.ir.builder import (
     normalize_stride_order,
     same_extent,
     shape_entries,
+    shape_text,
 )
 from fusecli.ir.dtype import DataType, Operand, Promotion
 from fusecli.ir.nodes import (
@@ -179,7 +180,7 @@ def reshape(b: FusionBuilder, arg: TensorView, new_shape: Vector) -> TensorView:
         raise DefinitionError(
             "reshape",
             f"cannot reshape a tensor of {input_numel} elements "
-            f"{_shape_text(arg)} into {[int(e) for e in entries]} ({known} elements)",
+            f"{shape_text(arg)} into {[int(e) for e in entries]} ({known} elements)",
         )
     domain = tuple(
         IterDomain.broadcast() if same_extent(e, 1) else IterDomain.iteration(e, rfactor=True)
@@ -198,10 +199,6 @@ def _infer(total: Extent, known: Extent) -> Extent:
             )
         return total // known
     return extent_op(ExtentOp.DIV, total, known)
-
-
-def _shape_text(arg: TensorView) -> str:
-    return "[" + ", ".join(str(static_value(e) or "?") for e in arg.shape) + "]"
 
 
 # -- resize ops -----------------------------------------------------------------------------

@@ -125,19 +125,26 @@ def expr_bounds(
     if any(known.get(v.uid) is UNKNOWN for v in expr.inputs if isinstance(v, TensorView)):
         return [UNKNOWN] * len(results)
     moved = _moved_operands(expr, operands, known)
-    propagated_hard = _propagate(expr, ctx, rule, operands, results, moved, "hard")
-    propagated_tight = _propagate(expr, ctx, rule, operands, results, moved, "tight")
-    growth = _growth(expr, ctx, rule, operands, results)
-    products = None
-    if expr.op.kind in _PRODUCTS:  # a sum of products rounds relative to |A| |B|, not to |y|
-        products = _evaluate(rule, ctx, [o.abs() if _real_float(o) else o for o in operands])
+    # The rule over |operands|, once: the base a sum of products moves from, the scale of a
+    # sum's rounding growth (sum |x|, |A| |B|).
+    at_magnitudes = None
+    if expr.op.kind in _PRODUCTS or (expr.op.kind in _SUMS and expr.op not in _SELECTS):
+        at_magnitudes = _evaluate(rule, ctx, [o.abs() if _real_float(o) else o for o in operands])
+    propagated_hard = _propagate(expr, ctx, rule, operands, results, moved, "hard", at_magnitudes)
+    propagated_tight = _propagate(
+        expr, ctx, rule, operands, results, moved, "tight", at_magnitudes
+    )
+    growth = _growth(expr, operands, results, at_magnitudes)
+    # A sum of products rounds relative to |A| |B|, a sum of terms to the terms, not to |y|.
+    products = at_magnitudes if expr.op.kind in _PRODUCTS else None
+    sum_of_terms = _term_magnitude(expr.op, operands)
     bounds: list[Bounds | str | None] = []
     for index, (out, result) in enumerate(zip(expr.outputs, results, strict=True)):
         if not _real_float(result) or not isinstance(out, TensorView):
             bounds.append(None)
             continue
         magnitude = result.abs()
-        terms = _term_magnitude(expr.op, operands)
+        terms = sum_of_terms
         if products is not None and _real_float(products[index]):
             terms = products[index].to(torch.float64).abs()
         if terms is not None:
@@ -278,12 +285,15 @@ def _change(moved: object, base: object) -> torch.Tensor | float:
     return torch.where(torch.isfinite(base) & ~torch.isfinite(moved), math.inf, change)
 
 
-def _propagate(expr, ctx, rule, operands, results, moved, which) -> list[torch.Tensor | float]:
-    """Per result, the sum over operands of how far moving that operand by its bound moves it."""
+def _propagate(
+    expr, ctx, rule, operands, results, moved, which, at_magnitudes
+) -> list[torch.Tensor | float]:
+    """Per result, the sum over operands of how far moving that operand by its bound moves it.
+    A sum of products moves from ``at_magnitudes``, the rule over |operands|."""
     total: list[torch.Tensor | float] = [0.0] * len(results)
     products = expr.op.kind in _PRODUCTS
     base_operands = [o.abs() if products and _real_float(o) else o for o in operands]
-    base = _evaluate(rule, ctx, base_operands) if products else tuple(results)
+    base = at_magnitudes if products else tuple(results)
     for position, bounds in moved.items():
         step = getattr(bounds, which)
         if not bool((step != 0).any()):
@@ -344,9 +354,10 @@ def _gradient_sign(rule, ctx, operands, position, index) -> torch.Tensor:
     return torch.where(gradient < 0, -1.0, 1.0).to(leaf.dtype)
 
 
-def _growth(expr, ctx, rule, operands, results) -> list[torch.Tensor | float]:
-    """Per result, the rounding a sum of ``n`` terms adds (module docstring)."""
-    if expr.op.kind not in _SUMS or expr.op in (OpType.max, OpType.min):
+def _growth(expr, operands, results, at_magnitudes) -> list[torch.Tensor | float]:
+    """Per result, the rounding a sum of ``n`` terms adds (module docstring); the sums are
+    accumulated in float32. ``at_magnitudes`` is the rule over |operands|."""
+    if expr.op.kind not in _SUMS or expr.op in _SELECTS:  # max and min select: exact
         return [0.0] * len(results)
     first = next((o for o in operands if _real_float(o)), None)
     if first is None:
@@ -354,15 +365,12 @@ def _growth(expr, ctx, rule, operands, results) -> list[torch.Tensor | float]:
     size = _terms(expr, operands, results, first)
     if size <= 1:
         return [0.0] * len(results)
-    unit = ULPS_PER_OP * unit_roundoff(
-        torch.float64 if first.dtype == torch.float64 and not ctx.float64 else torch.float32
-    )
+    unit = ULPS_PER_OP * unit_roundoff(torch.float32)
     if expr.op is OpType.prod:
         return [unit * (size - 1) * r.abs() if _real_float(r) else 0.0 for r in results]
     factor = unit * (math.ceil(math.log2(size)) + math.sqrt(size))
-    magnitudes = _evaluate(rule, ctx, [o.abs() if _real_float(o) else o for o in operands])
     growth: list[torch.Tensor | float] = []
-    for result, magnitude in zip(results, magnitudes):
+    for result, magnitude in zip(results, at_magnitudes):
         if not _real_float(result):
             growth.append(0.0)
             continue

@@ -9,6 +9,7 @@ its shape. A violation is the user's (exit 2), named by op and expr position.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from fusecli.errors import InputError
@@ -38,10 +39,10 @@ def check_concrete_sizes(
         where = f"{expr.op.value} (expr {position})"
         if expr.op is OpType.reshape:
             before, after = sizes(expr.inputs[0]), sizes(expr.outputs[0])
-            if None not in before and None not in after and _count(before) != _count(after):
+            if None not in before and None not in after and math.prod(before) != math.prod(after):
                 raise InputError(
-                    f"{where}: the inputs make a tensor of {_count(before)} elements {before}, "
-                    f"which cannot be reshaped into {after} ({_count(after)} elements)"
+                    f"{where}: the inputs make a tensor of {math.prod(before)} elements {before}, "
+                    f"which cannot be reshaped into {after} ({math.prod(after)} elements)"
                 )
         elif expr.op is OpType.squeeze:
             source = expr.inputs[0]
@@ -69,10 +70,3 @@ def check_concrete_sizes(
                 f"add_output (output {index}): aliased to input {position} of shape {want}, "
                 f"but of shape {have} for these inputs"
             )
-
-
-def _count(shape: list[int | None]) -> int:
-    total = 1
-    for extent in shape:
-        total *= int(extent)
-    return total
