@@ -84,29 +84,32 @@ class _CallRecorder(list):
         self.all_calls = all_calls
         self.evaluate = evaluate
         self.captured: list[_Captured] = []
-        self._seen: dict[tuple, tuple[_Captured, frontend_session.ExecuteCall, tuple]] = {}
+        self._seen: dict[tuple, tuple[_Captured, frontend_session.ExecuteCall, tuple, bool]] = {}
 
     def append(self, call: frontend_session.ExecuteCall) -> None:
         inputs = list(call.inputs)
         if not self.evaluate:
             call.outputs = placeholder_outputs(call.fd, inputs)
-        elif not _binds(call.fd, inputs):
-            # Inputs nvFuser would refuse at execute: the fusion is still captured, and its run
-            # reports the refusal as its own error (exit 2); the script goes on with no outputs.
-            call.outputs = []
         key = None if self.all_calls else call_signature(call.fd, inputs)
         earlier = self._seen.get(key) if key is not None else None
         if earlier is not None:
-            captured, first_call, versions = earlier
+            captured, first_call, versions, refused = earlier
             captured.repeats += 1
-            if call.outputs is None and _versions(inputs) == versions:
-                call.outputs = first_call.outputs  # the same tensors, unchanged: same results
+            if call.outputs is None and (refused or _versions(inputs) == versions):
+                # The same tensors, unchanged: the same results; or inputs of a signature
+                # already refused (the signature decides binding): no outputs again.
+                call.outputs = [] if refused else first_call.outputs
             return
+        refused = self.evaluate and not _binds(call.fd, inputs)
+        if refused:
+            # Inputs nvFuser would refuse at execute: the fusion is still captured, and its run
+            # reports the refusal as its own error (exit 2); the script goes on with no outputs.
+            call.outputs = []
         super().append(call)
         captured = _Captured(call.fd, clone_exact(inputs), _calling_line(self.filename))
         self.captured.append(captured)
         if key is not None:
-            self._seen[key] = (captured, call, _versions(inputs))
+            self._seen[key] = (captured, call, _versions(inputs), refused)
 
 
 def _versions(inputs: list[Any]) -> tuple:
