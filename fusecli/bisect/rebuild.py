@@ -117,8 +117,8 @@ def _welford(r: _Replay, e: Expr) -> Any:
     return r.ops.welford(r.val(e.inputs[0]), dims=list(e.attr("dims")))
 
 
-def _cumsum(r: _Replay, e: Expr) -> Any:
-    return r.ops.cumsum(r.val(e.inputs[0]), dim=e.attr("dim"))
+def _scan(r: _Replay, e: Expr) -> Any:
+    return getattr(r.ops, e.op.value)(r.val(e.inputs[0]), dim=e.attr("dim"))
 
 
 def _argsort(r: _Replay, e: Expr) -> Any:
@@ -264,7 +264,10 @@ RULES: dict[OpType, Rule] = {
     OpType.var: _variance,
     OpType.var_mean: _variance,
     OpType.welford: _welford,
-    OpType.cumsum: _cumsum,
+    OpType.cumsum: _scan,
+    OpType.cumprod: _scan,
+    OpType.cummin: _scan,
+    OpType.cummax: _scan,
     OpType.argsort: _argsort,
     OpType.topk: _topk,
     OpType.broadcast: _broadcast,

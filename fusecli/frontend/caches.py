@@ -35,7 +35,13 @@ class LRUCache:
     def cache_compile(self, fusion: nodes.Fusion) -> CompiledFusion:
         from fusecli.ir.printer import print_fusion
 
-        key = print_fusion(fusion)
+        # The printed IR, and what it leaves out that makes a different fusion in nvFuser:
+        # each input's contiguity, stride order and device, and the outputs' stride orders.
+        layouts = [(t.contiguity, t.stride_order, t.is_cpu)
+                   for t in fusion.inputs if isinstance(t, nodes.TensorView)]
+        outputs = [(None if o.alias_input is None else fusion.inputs.index(o.alias_input),
+                    o.stride_order) for o in fusion.outputs]
+        key = f"{print_fusion(fusion)}\n{layouts}\n{outputs}"
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = CompiledFusion(fusion, key)

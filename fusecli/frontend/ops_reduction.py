@@ -1,4 +1,5 @@
-"""Reduction ``fd.ops``: sum, prod, max, min, var, var_mean, welford, cumsum, sorts."""
+"""Reduction ``fd.ops``: sum, prod, max, min, var, var_mean, welford, scans (cumsum, cumprod,
+cummin, cummax), sorts."""
 
 from __future__ import annotations
 
@@ -85,12 +86,25 @@ class ReductionOps(OpsBase):
         return self._finish("welford", results, [(None, arg), ("dims", dims)])
 
     def cumsum(self, *args: Any, **kwargs: Any) -> Tensor:
-        bound = bind_op(OpType.cumsum, args, kwargs)
-        self._start("cumsum")
-        arg = tensor_arg("cumsum", bound["arg"])
-        dim = int_arg("cumsum", bound["dim"], "dim")
+        return self._scan(OpType.cumsum, args, kwargs)
+
+    def cumprod(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._scan(OpType.cumprod, args, kwargs)
+
+    def cummin(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._scan(OpType.cummin, args, kwargs)
+
+    def cummax(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._scan(OpType.cummax, args, kwargs)
+
+    def _scan(self, op: OpType, args: Any, kwargs: Any) -> Tensor:
+        name = op.value
+        bound = bind_op(op, args, kwargs)
+        self._start(name)
+        arg = tensor_arg(name, bound["arg"])
+        dim = int_arg(name, bound["dim"], "dim")
         return self._finish(
-            "cumsum", [red.cumsum(self._b, arg.val, dim)], [(None, arg), ("dim", dim)]
+            name, [red.scan(self._b, op, arg.val, dim)], [(None, arg), ("dim", dim)]
         )
 
     def argsort(self, *args: Any, **kwargs: Any) -> Tensor:

@@ -2,7 +2,7 @@
 
 The loader and the CLI set the executor and device policy and collect every definition and
 execute call a script makes; a plain ``import fusecli.frontend`` segments fusions with the
-default rules and runs them on the default executor, with no one listening.
+default rules and runs them on the default executor, with no one listening (and nothing kept).
 """
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ class Session:
     rules: str = "nvfuser"
     map_cuda_to_cpu: bool = False
     run_executes: bool = True  # False: record calls and return the reference's outputs
+    listening: bool = True  # False (the default session): keep no definition and no call
     definitions: list[FusionDefinition] = field(default_factory=list)
     calls: list[ExecuteCall] = field(default_factory=list)
 
 
-_current = Session()
+# Nobody listens by default: a program that calls ``fd.execute`` in a loop keeps nothing alive.
+_current = Session(listening=False)
 
 
 def current() -> Session:
@@ -67,13 +69,14 @@ def cpu_tensors_allowed() -> bool:
 
 
 def definition_finished(fd: FusionDefinition) -> None:
-    if fd not in _current.definitions:
+    if _current.listening and fd not in _current.definitions:
         _current.definitions.append(fd)
 
 
 def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
     call = ExecuteCall(fd, list(inputs))
-    _current.calls.append(call)  # a listener may answer the call itself (call.outputs)
+    if _current.listening:
+        _current.calls.append(call)  # a listener may answer the call itself (call.outputs)
     if not _current.run_executes:
         if call.outputs is None:
             bind_inputs(fd.fusion, list(inputs))  # nvFuser's checks at execute, before any math

@@ -36,7 +36,7 @@ class OpKind(enum.Enum):
     SET = "set"  # set, segment_set, stride_order: a copy
     REDUCTION = "reduction"  # sum, prod, max, min
     NORMALIZATION = "normalization"  # var, var_mean, welford: reductions with several outputs
-    SCAN = "scan"  # cumsum
+    SCAN = "scan"  # cumsum, cumprod, cummin, cummax
     SORT = "sort"  # argsort, topk
     BROADCAST = "broadcast"
     EXPAND = "expand"
@@ -226,6 +226,9 @@ OPS: tuple[OpDef, ...] = (
         doc="outputs (mean, sum of squared deviations (M2), count as Int with the reduced"
         " shape)"),
     _op("cumsum", K.SCAN, "arg dim", attrs=("dim",)),
+    _op("cumprod", K.SCAN, "arg dim", attrs=("dim",)),
+    _op("cummin", K.SCAN, "arg dim", attrs=("dim",), doc="the running minimum's values"),
+    _op("cummax", K.SCAN, "arg dim", attrs=("dim",), doc="the running maximum's values"),
     _op("argsort", K.SORT, "arg dim descending stable",
         defaults={"descending": False, "stable": False},
         attrs=("dim", "descending", "stable"), doc="Int indices"),

@@ -122,13 +122,20 @@ def welford(b: FusionBuilder, arg: TensorView, dims: Sequence[int]) -> tuple[Ten
     return outputs
 
 
-def cumsum(b: FusionBuilder, arg: TensorView, dim: int) -> TensorView:
-    dim = normalize_dim("cumsum", dim, arg.ndim)
-    if dt.is_integral(arg.dtype) or dt.is_boolean(arg.dtype):
+def scan(b: FusionBuilder, op: OpType, arg: TensorView, dim: int) -> TensorView:
+    """A running sum, product, minimum or maximum along ``dim``. Sums and products of integers
+    and booleans accumulate in Int (as torch.cumsum and torch.cumprod do)."""
+    dim = normalize_dim(op.value, dim, arg.ndim)
+    accumulates = op in (OpType.cumsum, OpType.cumprod)
+    if accumulates and (dt.is_integral(arg.dtype) or dt.is_boolean(arg.dtype)):
         arg = cast(b, arg, DataType.Int)
     out = TensorView(dtype=arg.dtype, domain=copy_domain(arg.logical))
-    b.emit(OpType.cumsum, [arg], [out], dim=dim)
+    b.emit(op, [arg], [out], dim=dim)
     return out
+
+
+def cumsum(b: FusionBuilder, arg: TensorView, dim: int) -> TensorView:
+    return scan(b, OpType.cumsum, arg, dim)
 
 
 def argsort(

@@ -56,14 +56,20 @@ def _welford(expr: Expr, values: ValuePrinter) -> str:
     )
 
 
+# A scan's binary op and its identity, as nvFuser's ScanOp prints them.
+_SCANS = {"cumsum": ("add", 0), "cumprod": ("mul", 1), "cummin": ("min", float("inf")),
+          "cummax": ("max", float("-inf"))}
+
+
 def _cumsum(expr: Expr, values: ValuePrinter) -> str:
     arg = expr.inputs[0]
+    op_type, init = _SCANS[expr.op.value]
     return (
         f"{values.value(expr.output)}\n"
         f"   = scan({values.value(arg)},\n"
         f"          dim={expr.attr('dim')},\n"
-        f"          op_type=add,\n"
-        f"          init={values.constant(0, arg.dtype)})\n"
+        f"          op_type={op_type},\n"
+        f"          init={values.constant(init, arg.dtype)})\n"
     )
 
 

@@ -75,11 +75,13 @@ _MOVES_DATA = frozenset({
 _SELECTS = frozenset({
     OpType.max, OpType.min, OpType.minimum, OpType.maximum, OpType.where, OpType.clamp,
     OpType.threshold, OpType.abs, OpType.neg, OpType.relu, OpType.sign, OpType.ceil,
-    OpType.floor, OpType.round, OpType.trunc, OpType.real, OpType.imag,
+    OpType.floor, OpType.round, OpType.trunc, OpType.real, OpType.imag, OpType.cummin,
+    OpType.cummax,
 })
 _NO_BOUNDS = frozenset({OpKind.CREATE, OpKind.RANDOM, OpKind.SCALAR})
 _PRODUCTS = frozenset({OpKind.MATMUL, OpKind.ATTENTION})  # |operands|
-_ALIGNED = frozenset({OpType.prod, OpType.var, OpType.var_mean, OpType.welford})  # by gradient
+_ALIGNED = frozenset({OpType.prod, OpType.cumprod, OpType.var, OpType.var_mean,
+                      OpType.welford})  # by gradient
 _SUMS = frozenset({OpKind.REDUCTION, OpKind.NORMALIZATION, OpKind.SCAN, OpKind.MATMUL,
                    OpKind.ATTENTION})
 
@@ -366,7 +368,7 @@ def _growth(expr, operands, results, at_magnitudes) -> list[torch.Tensor | float
     if size <= 1:
         return [0.0] * len(results)
     unit = ULPS_PER_OP * unit_roundoff(torch.float32)
-    if expr.op is OpType.prod:
+    if expr.op in (OpType.prod, OpType.cumprod):
         return [unit * (size - 1) * r.abs() if _real_float(r) else 0.0 for r in results]
     factor = unit * (math.ceil(math.log2(size)) + math.sqrt(size))
     growth: list[torch.Tensor | float] = []

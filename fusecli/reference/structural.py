@@ -239,6 +239,9 @@ STRUCTURAL_RULES: dict[OpType, Callable[..., object]] = {
     OpType.welford: _welford,
     # scans and sorts along ``dim``
     OpType.cumsum: lambda ctx, x: torch.cumsum(x, dim=_dim(ctx)),
+    OpType.cumprod: lambda ctx, x: torch.cumprod(x, dim=_dim(ctx)),
+    OpType.cummin: lambda ctx, x: torch.cummin(x, dim=_dim(ctx)).values,
+    OpType.cummax: lambda ctx, x: torch.cummax(x, dim=_dim(ctx)).values,
     OpType.argsort: _argsort,
     OpType.topk: _topk,
     # shapes

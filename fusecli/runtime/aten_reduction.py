@@ -1,4 +1,4 @@
-"""ATen execution of reductions (sum, prod, max, min), var / var_mean / welford, cumsum, sorts.
+"""ATen execution of reductions (sum, prod, max, min), var / var_mean / welford, scans, sorts.
 
 The IR has already decided each output dtype (integer sums accumulate in Int through an explicit
 cast) and turned ``keepdim`` into a broadcast after the reduction, so each entry reduces over
@@ -68,9 +68,13 @@ def _welford(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, .
     return (mean, var * count, n)
 
 
-def _cumsum(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    (tensor,) = args
-    return (torch.cumsum(tensor, dim=expr.attr("dim")),)
+def _scan(function):
+    def run(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+        (tensor,) = args
+        result = function(tensor, dim=expr.attr("dim"))
+        return (result[0] if isinstance(result, tuple) else result,)  # cummin: (values, indices)
+
+    return run
 
 
 def _argsort(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
@@ -99,7 +103,10 @@ REDUCTION_OPS: dict[OpType, AtenFn] = {
     OpType.var: _var,
     OpType.var_mean: _var_mean,
     OpType.welford: _welford,
-    OpType.cumsum: _cumsum,
+    OpType.cumsum: _scan(torch.cumsum),
+    OpType.cumprod: _scan(torch.cumprod),
+    OpType.cummin: _scan(torch.cummin),
+    OpType.cummax: _scan(torch.cummax),
     OpType.argsort: _argsort,
     OpType.topk: _topk,
 }

@@ -33,7 +33,7 @@ TIME_LIMIT_S = 60
 # (reason, pattern in the test's source or node id): out of fusecli's scope, skipped.
 OUT_OF_SCOPE = (
     ("user schedules (fd.sched, schedule())",
-     re.compile(r"\bfd\.sched\b|def schedule\(|\.sched\.")),
+     re.compile(r"\bfd\.sched\b|def schedule\(|\.sched\.|definition_op_in_schedule")),
     ("multi-GPU (multidevice, DTensor, mesh)",
      re.compile(r"multidevice|DeviceMesh|\bmesh\b|dtensor")),
     ("Blackwell-only (nvfp4, mxfp8, cutlass)",

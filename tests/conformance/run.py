@@ -38,15 +38,20 @@ ROOT = HERE.parent.parent
 LEGACY_REMOVED = "a092ad9e3"  # "Remove legacy python tests" in NVIDIA/Fuser
 
 SUITES = {
-    "legacy": {"rev": f"{LEGACY_REMOVED}^", "folder": "tests/python"},
-    "direct": {"rev": None, "folder": "tests/python/direct"},
+    "legacy": {"rev": f"{LEGACY_REMOVED}^", "folder": "tests/python",
+               "also": ["tests/python/opinfo/test_legacy_ops.py"]},
+    "direct": {"rev": None, "folder": "tests/python/direct",
+               "also": ["tests/python/opinfo/test_direct_ops.py"]},
 }
 
 
-def suite_files(fuser: Path, rev: str, folder: str) -> list[str]:
-    """The suite's test files: every ``test_*.py`` directly in ``folder`` at ``rev``."""
+def suite_files(fuser: Path, rev: str, folder: str, also: list[str]) -> list[str]:
+    """The suite's test files: every ``test_*.py`` directly in ``folder`` at ``rev``, and its
+    op tests (``also``: the OpInfo suite, one file per frontend)."""
     names = git(fuser, "ls-tree", "--name-only", rev, folder + "/").decode().split("\n")
-    return sorted(n for n in names if Path(n).name.startswith("test_") and n.endswith(".py"))
+    files = [n for n in names if Path(n).name.startswith("test_") and n.endswith(".py")]
+    present = set(git(fuser, "ls-tree", "-r", "--name-only", rev, "tests/python").decode().split())
+    return sorted(files) + [name for name in also if name in present]
 
 
 def git(fuser: Path, *args: str) -> bytes:
@@ -72,7 +77,7 @@ def run_suite(fuser: Path, name: str, head: str, extra: list[str]) -> list[dict]
     with tempfile.TemporaryDirectory(prefix=f"fusecli-conformance-{name}-") as folder:
         folder = Path(folder)
         extract(fuser, rev, folder)
-        files = suite_files(fuser, rev, suite["folder"])
+        files = suite_files(fuser, rev, suite["folder"], suite["also"])
         log = folder / "outcomes.jsonl"
         env = dict(os.environ, FUSECLI_CONFORMANCE_LOG=str(log),
                    PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), str(folder / "tests")]))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # Ops no kernel scheduler takes: nvFuser runs them through ATen (expr_eval).
 ATEN_ONLY_OPS = frozenset(
     {OpType.scatter, OpType.sdpfa_fwd, OpType.embedding_fwd, OpType.argsort, OpType.topk,
-     OpType.cumsum}
+     OpType.cumsum, OpType.cumprod, OpType.cummin, OpType.cummax}
 )
 MATMUL_OPS = frozenset({OpType.matmul, OpType.linear, OpType.mma})
 RESIZE_OPS = frozenset({OpType.slice, OpType.pad, OpType.cat})
