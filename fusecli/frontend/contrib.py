@@ -32,8 +32,6 @@ from fusecli.frontend.descriptors import compute_tensor_descriptor
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
 
-_NARROW = (torch.float16, torch.bfloat16)
-
 
 def _define(fd: FusionDefinition, tensor: torch.Tensor):
     """An input shaped like ``tensor``: symbolic sizes, its contiguity and stride order."""
@@ -49,10 +47,11 @@ class _Layout:
     ``[N, C, *S]``; a channels-last input differs only in its stride order, which its
     ``define_tensor`` carries."""
 
+    channel = 1
+
     def __init__(self, ndim: int) -> None:
         self.ndim = ndim
-        self.channel = 1
-        self.spatial = [d for d in range(1, ndim) if d != self.channel]
+        self.spatial = list(range(2, ndim))
         self.batch_and_spatial = [0, *self.spatial]
 
     def instance_shape(self, fd, stat):
@@ -72,13 +71,18 @@ def _element_count(fd, tensor, dims):
     return fd.ops.cast(count, DataType.Double)
 
 
+def _compute_dtype(x: torch.Tensor) -> DataType:
+    """Double for a double input; Float otherwise (half and bfloat16 are computed in float)."""
+    return DataType.Double if x.dtype == torch.float64 else DataType.Float
+
+
 def _compute(fd, tensor, compute_dtype):
     return tensor if tensor.dtype == compute_dtype else fd.ops.cast(tensor, compute_dtype)
 
 
 def _forward_fusion(x, weight, bias, running_mean, running_var, use_input_stats):
     layout = _Layout(x.ndim)
-    compute = DataType.Double if x.dtype == torch.float64 else DataType.Float
+    compute = _compute_dtype(x)
     fd = FusionDefinition()
     with fd:
         tx = _define(fd, x)
@@ -122,7 +126,7 @@ def _forward_fusion(x, weight, bias, running_mean, running_var, use_input_stats)
 
 def _backward_fusion(x, grad_out, weight, mean, invstd, use_input_stats, needs_weight_grad):
     layout = _Layout(x.ndim)
-    compute = DataType.Double if x.dtype == torch.float64 else DataType.Float
+    compute = _compute_dtype(x)
     fd = FusionDefinition()
     with fd:
         tx, tg = _define(fd, x), _define(fd, grad_out)
@@ -206,7 +210,17 @@ class InstanceNormNVFuserFunction(torch.autograd.Function):
 
 
 class _InstanceNormNVFuser(_InstanceNorm):
-    """``torch.nn`` instance norm (same arguments and state) computed by two fusions."""
+    """``torch.nn`` instance norm (same arguments and state) computed by two fusions; a
+    subclass sets ``_rank``, the rank of a batched input."""
+
+    _rank: int
+
+    def _get_no_batch_dim(self) -> int:
+        return self._rank - 1
+
+    def _check_input_dim(self, x: torch.Tensor) -> None:
+        if x.dim() != self._rank:
+            raise ValueError(f"expected {self._rank}D input (got {x.dim()}D input)")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check_input_dim(x)
@@ -218,30 +232,15 @@ class _InstanceNormNVFuser(_InstanceNorm):
 
 
 class InstanceNorm1dNVFuser(_InstanceNormNVFuser):
-    def _get_no_batch_dim(self) -> int:
-        return 2
-
-    def _check_input_dim(self, x: torch.Tensor) -> None:
-        if x.dim() != 3:
-            raise ValueError(f"expected 3D input (got {x.dim()}D input)")
+    _rank = 3
 
 
 class InstanceNorm2dNVFuser(_InstanceNormNVFuser):
-    def _get_no_batch_dim(self) -> int:
-        return 3
-
-    def _check_input_dim(self, x: torch.Tensor) -> None:
-        if x.dim() != 4:
-            raise ValueError(f"expected 4D input (got {x.dim()}D input)")
+    _rank = 4
 
 
 class InstanceNorm3dNVFuser(_InstanceNormNVFuser):
-    def _get_no_batch_dim(self) -> int:
-        return 4
-
-    def _check_input_dim(self, x: torch.Tensor) -> None:
-        if x.dim() != 5:
-            raise ValueError(f"expected 5D input (got {x.dim()}D input)")
+    _rank = 5
 
 
 __all__ = [

@@ -134,9 +134,6 @@ def scan(b: FusionBuilder, op: OpType, arg: TensorView, dim: int) -> TensorView:
     return out
 
 
-def cumsum(b: FusionBuilder, arg: TensorView, dim: int) -> TensorView:
-    return scan(b, OpType.cumsum, arg, dim)
-
 
 def argsort(
     b: FusionBuilder, arg: TensorView, dim: int, descending: bool, stable: bool
