@@ -1,13 +1,15 @@
 """The errors fusecli reports, each with the exit code DESIGN.md gives it.
 
 Library code raises these; the CLI turns them into one line on stderr and the exit code.
+They are ``RuntimeError`` subclasses, as every error nvFuser's Python frontend raises is, so a
+script written against nvFuser (``pytest.raises(RuntimeError, match=...)``) sees the same type.
 ``where`` names the place in the user's input (``repro.py:12``, ``fusion.yaml: inputs[1]``).
 """
 
 from __future__ import annotations
 
 
-class FusecliError(Exception):
+class FusecliError(RuntimeError):
     exit_code = 3
 
     def __init__(self, message: str, where: str | None = None) -> None:

@@ -494,7 +494,9 @@ def test_yaml_definition_error_names_the_file_line_and_op(tmp_path):
     with pytest.raises(InputError) as error:
         load_yaml(path, device="cpu")
     assert error.value.where == f"{path}:7"
-    assert error.value.message.startswith("permute: dims [0] must have one entry per dimension")
+    assert error.value.message.startswith(
+        "permute: Operator permute expects `dims` argument to have the same length as input!"
+    )
 
 
 def test_yaml_input_that_torch_cannot_make_names_its_line(tmp_path):

@@ -398,7 +398,7 @@ EXPR_CASES: dict[str, tuple[Body, str]] = {
         "T1_g_float[iS2{( i0 * i1 )}rf] = reshape( T0_g_float[iS0{i0}, iS1{i1}] )\n",
     ),
     "slice": (
-        lambda fd: fd.add_output(fd.ops.slice(tensor(fd, [2, 4]), [0, 1], [2, -1])),
+        lambda fd: fd.add_output(fd.ops.slice(tensor(fd, [2, 4]), [0, 1], [2, 3])),
         "T1_g_float[iS2{2}, iS3{2}rf]\n"
         "   = slice( T0_g_float[iS0{2}, iS1{4}], { {0, 2, 1} {1, 3, 1} } )\n",
     ),

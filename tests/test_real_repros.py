@@ -233,8 +233,8 @@ def test_python_numbers_are_operands_with_nvfuser_s_scalar_dtypes(tmp_path):
 def test_an_operand_that_is_no_number_names_the_op():
     from fusecli.frontend import DataType, FusionDefinition
 
-    with pytest.raises(TypeError, match=r"fd.ops.mul: expected a Tensor, a Scalar or a Python "
-                                        r"number, got 'two'"):
+    with pytest.raises(TypeError, match=r"mul\(\): incompatible function arguments. expected a "
+                                        r"Tensor, a Scalar or a Python number, got 'two'"):
         with FusionDefinition() as fd:
             t0 = fd.define_tensor(shape=[-1], dtype=DataType.Float)
             fd.ops.mul(t0, "two")

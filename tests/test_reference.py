@@ -9,6 +9,7 @@ rank and static sizes against the IR).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import pytest
@@ -525,20 +526,23 @@ def test_broadcast_in_dim_expand_and_squeeze() -> None:
     ],
 )
 def test_slice(starts: list[int], ends: list[int]) -> None:
+    """Bounds known only at run time wrap and clamp as torch's do (nvFuser's normalization)."""
     x = _transposed(6, 8)
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(sizes=[6, 8], strides=[1, 6], static_sizes=True)
-        fd.add_output(fd.ops.slice(t0, _int_scalars(fd, starts), _int_scalars(fd, ends)))
-    (out,) = run_reference(fd.fusion, [x]).outputs
+        bounds = [fd.define_scalar(DataType.Int) for _ in range(4)]
+        fd.add_output(fd.ops.slice(t0, bounds[:2], bounds[2:]))
+    (out,) = run_reference(fd.fusion, [x, *starts, *ends]).outputs
     _close(out, x[starts[0] : ends[0], starts[1] : ends[1]])
 
 
 def test_slice_of_a_symbolic_extent_with_negative_and_out_of_range_bounds() -> None:
     x = _randn(6, 8)
-    (out,) = _run(
-        lambda fd, t: fd.ops.slice(t, _int_scalars(fd, [0, -100]), _int_scalars(fd, [6, -2])),
-        [x],
-    )
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True])
+        bounds = [fd.define_scalar(DataType.Int) for _ in range(2)]
+        fd.add_output(fd.ops.slice(t0, [0, bounds[0]], [6, bounds[1]]))
+    (out,) = run_reference(fd.fusion, [x, -100, -2]).outputs
     _close(out, x[:, :-2])
 
 
@@ -546,12 +550,29 @@ def _int_scalars(fd: FusionDefinition, values: list[int]) -> list:
     return [fd.define_scalar(value, DataType.Int) for value in values]
 
 
-def test_negative_literal_slice_indices_and_pad_widths() -> None:
+@pytest.mark.parametrize(
+    ("starts", "ends", "message"),
+    [
+        ([-4, 0], [6, 8], "Slice operation start_indices must be greater than or equal to 0. "
+         "Start Indices: -4"),
+        ([3, 0], [1, 8], "Slice operation end_indices must be greater than or equal to "
+         "start_indices. Start Indices: 3 End Indices: 1"),
+    ],
+)
+def test_constant_slice_bounds_out_of_order_are_refused_in_nvfusers_words(
+    starts: list[int], ends: list[int], message: str
+) -> None:
+    """nvFuser's frontends refuse a negative constant start and a constant end before its start
+    (only bounds known at run time are normalized), as RuntimeErrors."""
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True])
+            fd.ops.slice(t0, starts, ends)
+
+
+def test_negative_literal_pad_widths() -> None:
     x = _randn(6, 8)
-    sliced, padded = _run(
-        lambda fd, t: (fd.ops.slice(t, [-4, 0], [-1, 8]), fd.ops.pad(t, [1, -2])), [x]
-    )
-    _close(sliced, x[-4:-1])
+    (padded,) = _run(lambda fd, t: fd.ops.pad(t, [1, -2]), [x])
     _close(padded, F.pad(x, [1, -2]))
 
 

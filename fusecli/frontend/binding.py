@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
 
 
+def incompatible(op: str, detail: str) -> TypeError:
+    """A wrong argument, as nvFuser's bindings (pybind11) report it, with what was wrong."""
+    return TypeError(f"{op}(): incompatible function arguments. {detail}")
+
+
+def is_int64(value: object) -> bool:
+    """A Python int (not a bool) that fits nvFuser's int64_t parameters."""
+    return isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63
+
+
 def bind_args(
     op: str,
     params: Sequence[str],
@@ -24,20 +34,20 @@ def bind_args(
 ) -> dict[str, Any]:
     """Bind positional and keyword arguments to ``params``; a friendly TypeError otherwise."""
     if len(args) > len(params):
-        raise TypeError(f"fd.ops.{op}() takes {len(params)} arguments, got {len(args)}")
+        raise incompatible(op, f"takes {len(params)} arguments, got {len(args)}")
     bound = dict(zip(params, args))
     for key, value in kwargs.items():
         key = (aliases or {}).get(key, key)
         if key not in params:
-            raise TypeError(f"fd.ops.{op}() got an unexpected keyword argument '{key}'")
+            raise incompatible(op, f"got an unexpected keyword argument '{key}'")
         if key in bound:
-            raise TypeError(f"fd.ops.{op}() got multiple values for argument '{key}'")
+            raise incompatible(op, f"got multiple values for argument '{key}'")
         bound[key] = value
     for key, value in (defaults or {}).items():
         bound.setdefault(key, value)
     missing = [p for p in params if p not in bound]
     if missing:
-        raise TypeError(f"fd.ops.{op}() missing required argument(s): {', '.join(missing)}")
+        raise incompatible(op, f"missing required argument(s): {', '.join(missing)}")
     return bound
 
 
@@ -52,14 +62,14 @@ def bind_op(op: OpType, args: tuple, kwargs: dict) -> dict[str, Any]:
 
 def tensor_arg(op: str, value: object, name: str = "arg") -> Tensor:
     if not isinstance(value, Tensor):
-        raise TypeError(f"fd.ops.{op}: {name} must be a Tensor, got {value!r}")
+        raise incompatible(op, f"{name} must be a Tensor, got {value!r}")
     return value
 
 
 def operand_arg(op: str, value: object) -> State:
     if isinstance(value, Tensor | Scalar):
         return value
-    raise TypeError(f"fd.ops.{op}: expected a Tensor, a Scalar or a Python number, got {value!r}")
+    raise incompatible(op, f"expected a Tensor, a Scalar or a Python number, got {value!r}")
 
 
 def python_number(value: object) -> bool:
@@ -75,8 +85,8 @@ def python_number(value: object) -> bool:
 def int_arg(op: str, value: object, name: str) -> int:
     if isinstance(value, Scalar) and value.val.is_constant:
         return int(value.val.value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"fd.ops.{op}: {name} must be an int, got {value!r}")
+    if not is_int64(value):
+        raise incompatible(op, f"{name} must be an int, got {value!r}")
     return value
 
 
@@ -85,12 +95,12 @@ def dims_arg(op: str, value: object) -> list[int]:
         return [value]
     if isinstance(value, list | tuple):
         return [int_arg(op, v, "dims") for v in value]
-    raise TypeError(f"fd.ops.{op}: dims must be an int or a list of ints, got {value!r}")
+    raise incompatible(op, f"dims must be an int or a list of ints, got {value!r}")
 
 
 def dtype_arg(op: str, value: object) -> DataType:
     if not isinstance(value, DataType):
-        raise TypeError(f"fd.ops.{op}: dtype must be a DataType, got {value!r}")
+        raise incompatible(op, f"dtype must be a DataType, got {value!r}")
     return value
 
 

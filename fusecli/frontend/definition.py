@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fusecli.frontend import session
+from fusecli.frontend.binding import incompatible, is_int64
 from fusecli.frontend.descriptors import (
     is_torch_size,
     parse_define_scalar,
@@ -23,7 +24,7 @@ from fusecli.frontend.records import Inline, Record
 from fusecli.frontend.state import Scalar, State, Tensor, Vector
 from fusecli.ir import dtype as dt
 from fusecli.ir import nodes
-from fusecli.ir.builder import DefinitionError, FusionBuilder
+from fusecli.ir.builder import DefinitionError, FusionBuilder, invalid_size_text
 from fusecli.ir.dtype import DataType
 
 
@@ -174,17 +175,19 @@ class FusionDefinition:
         if isinstance(values, Vector):
             return values, values
         if not isinstance(values, list | tuple) and not is_torch_size(values):
-            raise TypeError(f"{what}: expected a Vector or a list of ints, got {values!r}")
+            raise incompatible(what, f"expected a Vector or a list of ints, got {values!r}")
         elements = []
-        for value in values:
+        for index, value in enumerate(values):
             if isinstance(value, Scalar):
                 elements.append(value)
-            elif isinstance(value, int) and not isinstance(value, bool):
+            elif is_int64(value):
                 if is_shape and value < -1:
-                    raise DefinitionError(what, f"shape entry {value} is less than -1")
+                    raise DefinitionError(what, invalid_size_text(value, index))
                 elements.append(self._scalar(FusionBuilder.constant(value, DataType.Int)))
             else:
-                raise TypeError(f"{what}: list entries must be ints or Scalars, got {value!r}")
+                raise incompatible(
+                    what, f"list entries must be ints (int64) or Scalars, got {value!r}"
+                )
         return self._vector(elements), Inline(tuple(values))
 
     # -- definitions -----------------------------------------------------------------------
@@ -262,14 +265,14 @@ class FusionDefinition:
         alias = kwargs.pop("alias_input", None)
         stride_order = kwargs.pop("stride_order", None)
         if kwargs:
-            raise TypeError(f"add_output: unexpected arguments {sorted(kwargs)}")
+            raise incompatible("add_output", f"unexpected arguments {sorted(kwargs)}")
         if args:
             if isinstance(args[0], Tensor):
                 alias = args[0]
             elif args[0] is not None:
                 stride_order = list(args[0])
         if not isinstance(output, Tensor | Scalar):
-            raise TypeError(f"add_output: expected a Tensor or Scalar, got {output!r}")
+            raise incompatible("add_output", f"expected a Tensor or Scalar, got {output!r}")
         self._builder.add_output(
             output.val, alias.val if alias is not None else None, stride_order or ()
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fusecli.frontend.binding import incompatible, is_int64
 from fusecli.ir import dtype as dt
 from fusecli.ir.builder import DefinitionError
 from fusecli.ir.dtype import DataType
@@ -48,18 +49,30 @@ def parse_define_tensor(args: tuple, kwargs: dict) -> dict[str, Any]:
     bound = dict(zip(names, args))
     duplicate = set(bound) & set(kwargs)
     if duplicate:
-        raise TypeError(f"define_tensor: got multiple values for {sorted(duplicate)}")
+        raise incompatible("define_tensor", f"got multiple values for {sorted(duplicate)}")
     bound.update(kwargs)
     unknown = set(bound) - set(names)
     if unknown:
-        raise TypeError(f"define_tensor: unexpected arguments {sorted(unknown)}")
-    shape = [int(s) for s in bound["shape"]]
+        raise incompatible("define_tensor", f"unexpected arguments {sorted(unknown)}")
+    shape = list(bound["shape"])
+    for entry in shape:
+        if not is_int64(entry):
+            raise incompatible(
+                "define_tensor", f"shape entries must be ints (int64), got {entry!r}"
+            )
+    contiguity_given = bound.get("contiguity", False)
+    if not isinstance(contiguity_given, bool) and any(
+        c is not None and not isinstance(c, bool) for c in contiguity_given
+    ):
+        raise incompatible(
+            "define_tensor", f"contiguity entries must be True, False or None: {contiguity_given}"
+        )
     contiguity = bound.get("contiguity", False)
     if isinstance(contiguity, bool):
         contiguity = [None if s == 1 else contiguity for s in shape]
     dtype = bound.get("dtype", DataType.Float)
     if not isinstance(dtype, DataType):
-        raise TypeError(f"define_tensor: dtype must be a DataType, got {dtype!r}")
+        raise incompatible("define_tensor", f"dtype must be a DataType, got {dtype!r}")
     return {
         "shape": shape,
         "contiguity": list(contiguity),
@@ -76,7 +89,7 @@ def parse_define_scalar(args: tuple, kwargs: dict) -> tuple[Any, DataType, bool]
     value = args[0] if args else kwargs.pop("value", None)
     dtype = args[1] if len(args) > 1 else kwargs.pop("dtype", None)
     if kwargs:
-        raise TypeError(f"define_scalar: unexpected arguments {sorted(kwargs)}")
+        raise incompatible("define_scalar", f"unexpected arguments {sorted(kwargs)}")
     if value is None and not args:
         return None, dtype or DataType.Double, True
     if value is None:

@@ -9,6 +9,7 @@ from fusecli.frontend.binding import (
     OpsBase,
     bind_op,
     dtype_arg,
+    incompatible,
     int_arg,
     tensor_arg,
 )
@@ -79,9 +80,9 @@ def _make_elementwise(op: OpType) -> Callable[..., State]:
         if kwargs:
             args = args + tuple(kwargs.pop(n) for n in names if n in kwargs)
             if kwargs:
-                raise TypeError(f"fd.ops.{op.value}() got unexpected arguments {sorted(kwargs)}")
+                raise incompatible(op.value, f"got unexpected arguments {sorted(kwargs)}")
         if len(args) != arity:
-            raise TypeError(f"fd.ops.{op.value}() takes {arity} arguments, got {len(args)}")
+            raise incompatible(op.value, f"takes {arity} arguments, got {len(args)}")
         return self._elementwise(op, *args)
 
     method.__name__ = op.value

@@ -8,6 +8,7 @@ from fusecli.frontend.binding import (
     OpsBase,
     bind_op,
     dtype_arg,
+    incompatible,
     int_arg,
     tensor_arg,
 )
@@ -39,7 +40,7 @@ class MiscOps(OpsBase):
         arg = tensor_arg("select", bound["arg"])
         index = bound["index"]
         if not isinstance(index, Scalar):
-            raise TypeError(f"fd.ops.select: index must be a Scalar, got {index!r}")
+            raise incompatible("select", f"index must be a Scalar, got {index!r}")
         dim = int_arg("select", bound["dim"], "dim")
         result = other.select(self._b, arg.val, index.val, dim)
         return self._finish("select", [result], [(None, arg), (None, index), ("dim", dim)])
@@ -81,7 +82,7 @@ class MiscOps(OpsBase):
         for name in names[2:]:
             value = bound[name]
             if value is not None and not isinstance(value, Scalar):
-                raise TypeError(f"fd.ops.embedding_fwd: {name} must be a Scalar or None")
+                raise incompatible("embedding_fwd", f"{name} must be a Scalar or None")
             options[name] = value.val if value is not None else None
         result = other.embedding_fwd(self._b, indices.val, weight.val, options)
         return self._finish("embedding_fwd", [result], [(None, bound[n]) for n in names])
@@ -105,7 +106,7 @@ class MiscOps(OpsBase):
         self._start("iota")
         length = bound["length"]
         if not isinstance(length, Scalar):
-            raise TypeError(f"fd.ops.iota: length must be a Scalar, got {length!r}")
+            raise incompatible("iota", f"length must be a Scalar, got {length!r}")
         start, step = bound["start"], bound["step"]
         dtype = dtype_arg("iota", bound["dtype"])
         result = other.iota(
@@ -194,7 +195,7 @@ class MiscOps(OpsBase):
         for name in ("dropout_p", "is_causal", "scale"):
             value = bound[name]
             if value is not None and not isinstance(value, Scalar):
-                raise TypeError(f"fd.ops.sdpfa_fwd: {name} must be a Scalar or None")
+                raise incompatible("sdpfa_fwd", f"{name} must be a Scalar or None")
             scalars[name] = value.val if value is not None else None
         results = other.sdpfa_fwd(self._b, q.val, k.val, v.val, **scalars)
         return self._finish("sdpfa_fwd", results, [(None, bound[n]) for n in names])

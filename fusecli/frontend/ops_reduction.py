@@ -10,6 +10,7 @@ from fusecli.frontend.binding import (
     bind_op,
     dims_arg,
     dtype_arg,
+    incompatible,
     int_arg,
     tensor_arg,
 )
@@ -125,7 +126,7 @@ class ReductionOps(OpsBase):
         arg = tensor_arg("topk", bound["arg"])
         k = bound["k"]
         if not isinstance(k, Scalar):
-            raise TypeError(f"fd.ops.topk: k must be a Scalar, got {k!r}")
+            raise incompatible("topk", f"k must be a Scalar, got {k!r}")
         dim = int_arg("topk", bound["dim"], "dim")
         largest, sorted_ = bool(bound["largest"]), bool(bound["sorted"])
         results = red.topk(self._b, arg.val, k.val, dim, largest, sorted_)

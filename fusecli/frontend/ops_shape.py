@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusecli.frontend.binding import OpsBase, bind_args, bind_op, dims_arg, int_arg, tensor_arg
+from fusecli.frontend.binding import (
+    OpsBase,
+    bind_args,
+    bind_op,
+    dims_arg,
+    incompatible,
+    int_arg,
+    tensor_arg,
+)
 from fusecli.frontend.records import Record
 from fusecli.frontend.state import Scalar, Tensor, Vector
 from fusecli.ir import ops_other as other
+from fusecli.ir import ops_resize as rsz
 from fusecli.ir import ops_shape as shp
 from fusecli.ir.optype import OpType
 
@@ -103,7 +112,7 @@ class ShapeOps(OpsBase):
         stride_list = bound["strides"] if bound["strides"] is not None else [1] * arg.ndim
         strides, printed_strides = self._fd._inline_vector(stride_list, "slice")
         manual = bool(bound["manual_normalization"])
-        result = shp.slice_(
+        result = rsz.slice_(
             self._b, arg.val, starts.val.elements, ends.val.elements, strides.val.elements,
             manual,
         )
@@ -122,8 +131,8 @@ class ShapeOps(OpsBase):
         widths, printed = self._fd._inline_vector(bound["pad_widths"], "pad", is_shape=False)
         value = bound["value"]
         if value is not None and not isinstance(value, Scalar):
-            raise TypeError(f"fd.ops.pad: value must be a Scalar, got {value!r}")
-        result = shp.pad(
+            raise incompatible("pad", f"value must be a Scalar, got {value!r}")
+        result = rsz.pad(
             self._b, arg.val, widths.val.elements, value.val if value is not None else None
         )
         record = [(None, arg), (None, printed)]
@@ -137,7 +146,7 @@ class ShapeOps(OpsBase):
         tensors = [tensor_arg("cat", t, "tensors") for t in bound["tensors"]]
         dim = int_arg("cat", bound["dim"], "dim")
         manual = bool(bound["manual_padding"])
-        result = shp.cat(self._b, [t.val for t in tensors], dim, manual)
+        result = rsz.cat(self._b, [t.val for t in tensors], dim, manual)
         return self._finish(
             "cat", [result],
             [(None, tensors), ("dim", dim), ("manual_padding", int(manual))],
@@ -179,7 +188,7 @@ class ShapeOps(OpsBase):
         self._start("at")
         vector = bound["arg"]
         if not isinstance(vector, Vector):
-            raise TypeError(f"fd.ops.at: arg must be a Vector, got {vector!r}")
+            raise incompatible("at", f"arg must be a Vector, got {vector!r}")
         index = int_arg("at", bound["index"], "index")
         element = other.at(vector.val, index)
         return self._finish("at", [element], [(None, vector), ("index", index)])

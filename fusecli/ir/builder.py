@@ -28,8 +28,13 @@ from fusecli.ir.nodes import (
 from fusecli.ir.optype import OpType
 
 
-class DefinitionError(ValueError):
-    """A fusion definition is invalid: rank or shape mismatch, bad dims, bad dtype..."""
+class DefinitionError(ValueError, RuntimeError):
+    """A fusion definition is invalid: rank or shape mismatch, bad dims, bad dtype...
+
+    A ``RuntimeError`` as nvFuser's definition errors are (and a ``ValueError`` for callers
+    that catch bad values). Where nvFuser checks the same thing, the message carries
+    nvFuser's own text, so that scripts matching it keep working.
+    """
 
     def __init__(self, op: str, message: str) -> None:
         super().__init__(f"{op}: {message}")
@@ -62,7 +67,8 @@ class FusionBuilder:
         if len(contiguity) != rank:
             raise DefinitionError(
                 "define_tensor",
-                f"contiguity has {len(contiguity)} entries for a tensor of rank {rank}",
+                f"Length of contiguity argument ({len(contiguity)}) must match that of shape "
+                f"argument ({rank})",
             )
         stride_order = normalize_stride_order("define_tensor", stride_order, rank)
         # contiguity is listed in allocation order: dim i sits at rank-1-stride_order[i].
@@ -71,13 +77,9 @@ class FusionBuilder:
             for i in range(rank)
         ]
         domain = []
-        for size, contiguous in zip(shape, logical_contiguity):
+        for index, (size, contiguous) in enumerate(zip(shape, logical_contiguity)):
             if size < -1:
-                raise DefinitionError(
-                    "define_tensor",
-                    f"shape entry {size} was neither symbolic(-1), zero_element(0), "
-                    "broadcast(1), or static(>1)",
-                )
+                raise DefinitionError("define_tensor", invalid_size_text(size, index))
             if size == 1:
                 domain.append(IterDomain.broadcast())
             elif contiguous is None:
@@ -145,19 +147,52 @@ class FusionBuilder:
 # ---------------------------------------------------------------------------------------------
 
 
-def normalize_dim(op: str, dim: int, rank: int) -> int:
-    if not -rank <= dim < max(rank, 1):
-        raise DefinitionError(
-            op, f"dim {dim} is out of range for a tensor of rank {rank} "
-            f"(expected [{-rank}, {rank - 1}])"
-        )
+def invalid_size_text(size: int, index: int) -> str:
+    """nvFuser's words for a shape entry below -1 (``verifyShape``)."""
+    return (
+        f"The value {size} at index {index} was neither symbolic(-1), zero_element(0), "
+        "broadcast(1), or static(>1)."
+    )
+
+
+def normalize_dim(op: str, dim: int, rank: int, *, scalar_ok: bool = True) -> int:
+    """``dim`` in ``[0, rank)``; negative dims count from the end. A 0-dim tensor takes dim 0
+    where ``scalar_ok`` (reductions, as torch), never where nvFuser's ``wrapDim`` checks it."""
+    if not -rank <= dim < (max(rank, 1) if scalar_ok else rank):
+        raise DefinitionError(op, out_of_range_text(op, dim, rank))
     return dim % rank if rank else 0
+
+
+def out_of_range_text(op: str, dim: int, rank: int) -> str:
+    """nvFuser's words for a dim out of range, by op (``wrapDim`` in ``csrc/base.h`` unless the
+    op checks it itself)."""
+    wrapped = dim + rank if dim < 0 else dim
+    if op == "cat":
+        return f"Invalid dimension to cat: {dim} (a tensor of rank {rank})"
+    if op in ("gather", "take_along_axis", "scatter"):
+        return (
+            f"Tensor arguments have dimension {rank} so dim argument must satisfy "
+            f"{-rank} <= dim < {rank}, but received {dim}"
+        )
+    if op == "squeeze":
+        return f"Squeeze dim is outside of Tensor size! Tensor Size: {rank} Dim: {wrapped}"
+    if op == "permute":
+        bound = f">= -{rank}" if dim < 0 else f"< {rank}"
+        return f"dims argument is out of range, expects {bound}, but got: {dim}"
+    if op == "broadcast_in_dim":
+        return f"Invalid broadcast_dims value. {dim} is not a dimension of an output of rank {rank}"
+    return (
+        f"Tried to access out of boundary index {wrapped}. total index: {rank} "
+        f"(dim {dim} is out of range for a tensor of rank {rank})"
+    )
 
 
 def normalize_dims(op: str, dims: Sequence[int], rank: int) -> tuple[int, ...]:
     normalized = tuple(normalize_dim(op, d, rank) for d in dims)
     if len(set(normalized)) != len(normalized):
-        raise DefinitionError(op, f"dims {list(dims)} name a dimension twice")
+        raise DefinitionError(
+            op, f"got duplicated dimension entries: {', '.join(map(str, dims))}"
+        )
     return normalized
 
 
@@ -168,10 +203,16 @@ def normalize_stride_order(op: str, stride_order: Sequence[int], rank: int) -> t
         raise DefinitionError(
             op, f"stride_order has {len(stride_order)} entries for a tensor of rank {rank}"
         )
+    for entry in stride_order:  # nvFuser's normalizeStrideOrder
+        if not -rank <= entry < rank:
+            bound = f">= {-rank}" if entry < 0 else f"< {rank}"
+            raise DefinitionError(
+                op, f"stride_order argument is out of range, expects {bound}, but got: {entry}"
+            )
     normalized = tuple(s % rank for s in stride_order)
     if sorted(normalized) != list(range(rank)):
         raise DefinitionError(
-            op, f"stride_order {list(stride_order)} is not a permutation of range({rank})"
+            op, "got duplicated stride_order entries: " + ", ".join(map(str, stride_order))
         )
     return normalized
 
@@ -304,6 +345,8 @@ __all__ = [
     "extent_text",
     "normalize_dim",
     "normalize_dims",
+    "out_of_range_text",
+    "invalid_size_text",
     "normalize_stride_order",
     "same_extent",
     "shape_entries",

@@ -95,7 +95,9 @@ def elementwise(b: FusionBuilder, op: OpType, operands: Sequence[Val], **attrs: 
 def where(b: FusionBuilder, condition: Val, if_true: Val, if_false: Val) -> Val:
     """``where(cond, a, b)``: cond is Bool; a and b promote without the Float upcast."""
     if condition.dtype is not DataType.Bool:
-        condition = cast(b, condition, DataType.Bool)
+        raise DefinitionError(
+            "where", f"Condition should be of DataType Bool, not {condition.dtype}"
+        )
     compute, output = dt.promote([_operand(if_true), _operand(if_false)], PROMOTION[OpType.where])
     if_true, if_false = cast(b, if_true, compute), cast(b, if_false, compute)
     try:

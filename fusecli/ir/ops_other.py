@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from fusecli.ir import dtype as dt
@@ -14,6 +15,7 @@ from fusecli.ir.builder import (
     extent_from_scalar,
     extent_text,
     normalize_dim,
+    out_of_range_text,
     same_extent,
     shape_entries,
 )
@@ -34,7 +36,7 @@ def index_select(b: FusionBuilder, arg: TensorView, index: TensorView, dim: int)
     _check_index("index_select", index)
     if index.ndim > 1:
         raise DefinitionError("index_select", f"index must be 1-D, got a {describe(index)}")
-    dim = normalize_dim("index_select", dim, arg.ndim)
+    dim = normalize_dim("index_select", dim, arg.ndim, scalar_ok=False)
     domain = list(copy_domain(arg.logical))
     # A 0-dim index selects one position (as torch.index_select takes it): the dim keeps size 1.
     extent = index.logical[0].logical_extent if index.ndim else 1
@@ -47,7 +49,7 @@ def index_select(b: FusionBuilder, arg: TensorView, index: TensorView, dim: int)
 def select(b: FusionBuilder, arg: TensorView, index: Scalar, dim: int) -> TensorView:
     if not dt.is_integral(index.dtype):
         raise DefinitionError("select", f"index must be an integer scalar, got {describe(index)}")
-    dim = normalize_dim("select", dim, arg.ndim)
+    dim = normalize_dim("select", dim, arg.ndim, scalar_ok=False)
     domain = [d for axis, d in enumerate(copy_domain(arg.logical)) if axis != dim]
     out = TensorView(dtype=arg.dtype, domain=tuple(domain))
     b.emit(OpType.select, [arg, index], [out], dim=dim)
@@ -61,7 +63,9 @@ def gather(
     _check_index(op.value, index)
     if index.ndim != arg.ndim:
         raise DefinitionError(
-            op.value, f"index is a {describe(index)} but the input is a {describe(arg)}"
+            op.value,
+            f"Tensor arguments have different dimensions {arg.ndim} and {index.ndim} "
+            f"(the input is a {describe(arg)}, the index a {describe(index)})",
         )
     dim = normalize_dim(op.value, dim, arg.ndim)
     if op is OpType.take_along_axis:
@@ -130,10 +134,23 @@ def full(b: FusionBuilder, shape: Vector, fill_value: Scalar, dtype: DataType) -
 def iota(
     b: FusionBuilder, length: Scalar, start: Scalar | None, step: Scalar | None, dtype: DataType
 ) -> TensorView:
+    # nvFuser's checks and words (csrc/ops/arith.cpp iota)
     if not dt.is_integral(length.dtype):
-        raise DefinitionError("iota", f"length must be an integer scalar, got {describe(length)}")
+        raise DefinitionError("iota", f"length must be integer, but get dtype {length.dtype}")
     start = start if start is not None else FusionBuilder.constant(0, dtype)
     step = step if step is not None else FusionBuilder.constant(1, dtype)
+    for name, value in (("start", start), ("step", step)):
+        if dt.is_complex(value.dtype) or (
+            dt.is_integral(value.dtype), dt.is_floating(value.dtype)
+        ) != (dt.is_integral(dtype), dt.is_floating(dtype)):
+            raise DefinitionError(
+                "iota", f"iota: {name} dtype does not match specified dtype argument, should be "
+                f"{dtype} but get {value.dtype}",
+            )
+        if value.is_constant and dt.is_floating(value.dtype) and not math.isfinite(value.value):
+            raise DefinitionError("iota", "iota: length, start, step must be finite numbers.")
+    if step.is_constant and step.value == 0:
+        raise DefinitionError("iota", "iota: step value must not equal zero.")
     out = TensorView(dtype=dtype, domain=(IterDomain.iteration(extent_from_scalar(length)),))
     b.emit(OpType.iota, [length, start, step], [out], dtype=dtype)
     return out
@@ -151,7 +168,9 @@ def random(
 ) -> TensorView:
     """``uniform(low, high, shape)`` and ``normal(mean, std, shape)``."""
     if not dt.is_floating(dtype):
-        raise DefinitionError(op.value, f"dtype must be floating point, got {dtype}")
+        raise DefinitionError(
+            op.value, f"Random distributions only create floating point types! {dtype}"
+        )
     if (rng_seed is None) != (rng_offset is None):
         raise DefinitionError(op.value, "rng_seed and rng_offset must be given together")
     out = TensorView(dtype=dtype, domain=_shape_domain(op.value, shape))
@@ -278,7 +297,10 @@ def sdpfa_fwd(
 
 def triu(b: FusionBuilder, arg: TensorView, diagonal: Scalar | None) -> TensorView:
     if arg.ndim < 2:
-        raise DefinitionError("triu", f"needs at least 2 dimensions, got a {describe(arg)}")
+        raise DefinitionError(
+            "triu",
+            f"input tensor for triu must have 2 or more dims, but got {arg.ndim} dims",
+        )
     inputs = [arg] if diagonal is None else [arg, diagonal]
     out = TensorView(dtype=arg.dtype, domain=copy_domain(arg.logical))
     b.emit(OpType.triu, inputs, [out])
@@ -289,7 +311,7 @@ def triu(b: FusionBuilder, arg: TensorView, diagonal: Scalar | None) -> TensorVi
 
 
 def size(b: FusionBuilder, arg: TensorView, dim: int) -> Scalar:
-    dim = normalize_dim("size", dim, arg.ndim)
+    dim = normalize_dim("size", dim, arg.ndim, scalar_ok=False)
     extent = arg.logical[dim].logical_extent
     if isinstance(extent, int):
         return FusionBuilder.constant(extent, DataType.Int)
@@ -304,7 +326,7 @@ def shape(b: FusionBuilder, arg: TensorView) -> Vector:
 
 def at(vector: Vector, index: int) -> Scalar:
     if not -vector.size <= index < vector.size:
-        raise DefinitionError("at", f"index {index} is out of range for a vector of {vector.size}")
+        raise DefinitionError("at", out_of_range_text("at", index, vector.size))
     return vector.elements[index]
 
 

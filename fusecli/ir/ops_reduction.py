@@ -125,7 +125,7 @@ def welford(b: FusionBuilder, arg: TensorView, dims: Sequence[int]) -> tuple[Ten
 def scan(b: FusionBuilder, op: OpType, arg: TensorView, dim: int) -> TensorView:
     """A running sum, product, minimum or maximum along ``dim``. Sums and products of integers
     and booleans accumulate in Int (as torch.cumsum and torch.cumprod do)."""
-    dim = normalize_dim(op.value, dim, arg.ndim)
+    dim = normalize_dim(op.value, dim, arg.ndim, scalar_ok=False)
     accumulates = op in (OpType.cumsum, OpType.cumprod)
     if accumulates and (dt.is_integral(arg.dtype) or dt.is_boolean(arg.dtype)):
         arg = cast(b, arg, DataType.Int)
@@ -138,7 +138,7 @@ def scan(b: FusionBuilder, op: OpType, arg: TensorView, dim: int) -> TensorView:
 def argsort(
     b: FusionBuilder, arg: TensorView, dim: int, descending: bool, stable: bool
 ) -> TensorView:
-    dim = normalize_dim("argsort", dim, arg.ndim)
+    dim = normalize_dim("argsort", dim, arg.ndim, scalar_ok=False)
     out = TensorView(dtype=DataType.Int, domain=copy_domain(arg.logical))
     b.emit(OpType.argsort, [arg], [out], dim=dim, descending=bool(descending), stable=bool(stable))
     return out
@@ -147,7 +147,7 @@ def argsort(
 def topk(
     b: FusionBuilder, arg: TensorView, k: Scalar, dim: int, largest: bool, sorted_: bool
 ) -> tuple[TensorView, TensorView]:
-    dim = normalize_dim("topk", dim, arg.ndim)
+    dim = normalize_dim("topk", dim, arg.ndim, scalar_ok=False)
     if not dt.is_integral(k.dtype):
         raise DefinitionError("topk", f"k must be an integer scalar, got a {describe(k)}")
     domain = list(copy_domain(arg.logical))

@@ -1,4 +1,4 @@
-"""Shape ops: broadcast, expand, reshape, permute, squeeze, slice, pad, cat, and copies.
+"""Shape ops: broadcast, expand, reshape, permute, squeeze, and copies (resize ops: ops_resize).
 
 Semantics follow nvFuser's ``csrc/ops/alias.cpp``. ``broadcast_in_dim`` is not an IR op: like
 nvFuser it becomes ``broadcast`` followed by ``expand`` where sizes grow.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from fusecli.ir import dtype as dt
 from fusecli.ir.builder import (
     DefinitionError,
     FusionBuilder,
@@ -23,18 +22,14 @@ from fusecli.ir.builder import (
     shape_entries,
     shape_text,
 )
-from fusecli.ir.dtype import DataType, Operand, Promotion
 from fusecli.ir.nodes import (
     Extent,
     ExtentOp,
     IterDomain,
-    Scalar,
-    SymbolicExtent,
     TensorView,
     Vector,
     extent_op,
     extent_product,
-    extent_sum,
     static_value,
 )
 from fusecli.ir.optype import OpType
@@ -57,7 +52,8 @@ def broadcast(b: FusionBuilder, arg: TensorView, is_broadcast_dim: Sequence[bool
     if kept != arg.ndim:
         raise DefinitionError(
             "broadcast",
-            f"is_broadcast_dim {list(flags)} keeps {kept} dimensions of a {describe(arg)}",
+            "Invalid broadcast, number of false entries in is_broadcast_dim expected to be "
+            f"{arg.ndim} but received {kept} (is_broadcast_dim {list(flags)}, a {describe(arg)})",
         )
     if not any(flags):
         return arg
@@ -105,15 +101,24 @@ def broadcast_in_dim(
 ) -> TensorView:
     rank = shape.size
     dims = list(broadcast_dims)
+    if rank < arg.ndim:  # the checks and words of nvFuser's BroadcastInDimOpRecord
+        raise DefinitionError(
+            "broadcast_in_dim",
+            "The new shape is expected to be greater-then-or-equal to the input: "
+            f"{rank} vs {arg.ndim} (a {describe(arg)})",
+        )
     if len(dims) != arg.ndim:
         raise DefinitionError(
             "broadcast_in_dim",
-            f"broadcast_dims {dims} must have one entry per dimension of the {describe(arg)}",
+            f"The broadcast dimensions should match the input dimensions: {arg.ndim} vs "
+            f"{len(dims)} (broadcast_dims {dims}, a {describe(arg)})",
         )
     dims = [normalize_dim("broadcast_in_dim", d, rank) for d in dims]
     if any(later <= earlier for earlier, later in zip(dims, dims[1:])):
         raise DefinitionError(
-            "broadcast_in_dim", f"broadcast_dims {list(broadcast_dims)} must be increasing"
+            "broadcast_in_dim",
+            "Broadcast dimension is not greater than the previous value "
+            f"(broadcast_dims {list(broadcast_dims)})",
         )
     entries = shape_entries("broadcast_in_dim", shape)
     for input_axis, output_axis in enumerate(dims):
@@ -134,7 +139,9 @@ def broadcast_in_dim(
 def permute(b: FusionBuilder, arg: TensorView, dims: Sequence[int]) -> TensorView:
     if len(dims) != arg.ndim:
         raise DefinitionError(
-            "permute", f"dims {list(dims)} must have one entry per dimension of a {describe(arg)}"
+            "permute",
+            "Operator permute expects `dims` argument to have the same length as input! "
+            f"(dims {list(dims)}, a {describe(arg)})",
         )
     dims = normalize_dims("permute", dims, arg.ndim)
     source = copy_domain(arg.logical)
@@ -146,6 +153,12 @@ def permute(b: FusionBuilder, arg: TensorView, dims: Sequence[int]) -> TensorVie
 def squeeze(
     b: FusionBuilder, arg: TensorView, dims: Sequence[int], squeeze_expanded: bool = False
 ) -> TensorView:
+    if len(dims) > arg.ndim:
+        raise DefinitionError(
+            "squeeze",
+            "The dims to squeeze must be <= the number of dims of the input tensor. "
+            f"Squeeze dims: {len(dims)} Input Tensor dims: {arg.ndim}",
+        )
     dims = normalize_dims("squeeze", dims, arg.ndim)
     for axis in dims:
         domain = arg.logical[axis]
@@ -170,7 +183,9 @@ def reshape(b: FusionBuilder, arg: TensorView, new_shape: Vector) -> TensorView:
     """Reshape, inferring at most one -1 entry; static element counts must agree."""
     entries = shape_entries("reshape", new_shape)
     if entries.count(None) > 1:
-        raise DefinitionError("reshape", "new_shape can infer at most one dimension (-1)")
+        raise DefinitionError(
+            "reshape", "A maximum of one value of -1 can be provided to reshape."
+        )
     input_numel = extent_product([d.logical_extent for d in arg.logical])
     known = extent_product([e for e in entries if e is not None])
     if None in entries:
@@ -179,8 +194,8 @@ def reshape(b: FusionBuilder, arg: TensorView, new_shape: Vector) -> TensorView:
     elif isinstance(input_numel, int) and isinstance(known, int) and input_numel != known:
         raise DefinitionError(
             "reshape",
-            f"cannot reshape a tensor of {input_numel} elements "
-            f"{shape_text(arg)} into {[int(e) for e in entries]} ({known} elements)",
+            f"Total element counts across view operation must match: {input_numel} vs {known} "
+            f"(a tensor of shape {shape_text(arg)} into {[int(e) for e in entries]})",
         )
     domain = tuple(
         IterDomain.broadcast() if same_extent(e, 1) else IterDomain.iteration(e, rfactor=True)
@@ -199,178 +214,6 @@ def _infer(total: Extent, known: Extent) -> Extent:
             )
         return total // known
     return extent_op(ExtentOp.DIV, total, known)
-
-
-# -- resize ops -----------------------------------------------------------------------------
-
-
-def slice_(
-    b: FusionBuilder,
-    arg: TensorView,
-    starts: Sequence[Scalar],
-    ends: Sequence[Scalar],
-    strides: Sequence[Scalar] | None = None,
-    manual_normalization: bool = False,
-) -> TensorView:
-    rank = arg.ndim
-    if len(starts) != rank or len(ends) != rank:
-        raise DefinitionError(
-            "slice",
-            f"needs one start and end index per dimension of a {describe(arg)}, "
-            f"got {len(starts)} and {len(ends)}",
-        )
-    strides = list(strides) if strides else [FusionBuilder.constant(1, DataType.Int)] * rank
-    if len(strides) != rank:
-        raise DefinitionError("slice", f"strides has {len(strides)} entries for rank {rank}")
-    for stride in strides:
-        if not stride.is_constant or int(stride.value) != 1:
-            raise DefinitionError("slice", "only constant strides of 1 are supported")
-    domain = []
-    bounds = []
-    for source, start, end in zip(arg.logical, starts, ends):
-        extent = source.logical_extent
-        lo, hi = _slice_bounds(start, end, extent, manual_normalization)
-        bounds.append((lo, hi))
-        if isinstance(lo, int) and isinstance(hi, int) and isinstance(extent, int):
-            if lo == 0 and hi == extent:
-                domain.append(copy_domain([source])[0])
-                continue
-            length = max(hi - lo, 0)
-        elif manual_normalization:
-            length = extent_op(ExtentOp.SUB, _as_extent(hi), _as_extent(lo))
-        else:  # wrapped and clamped against a size known only at run time
-            length = SymbolicExtent()
-        domain.append(
-            IterDomain.broadcast() if length == 1 and source.is_broadcast
-            else IterDomain.iteration(length, rfactor=True)
-        )
-    out = TensorView(dtype=arg.dtype, domain=tuple(domain))
-    b.emit(
-        OpType.slice,
-        [arg, *starts, *ends],
-        [out],
-        manual_normalization=bool(manual_normalization),
-        static_bounds=tuple(bounds)
-        if all(isinstance(x, int) for lh in bounds for x in lh)
-        and all(isinstance(d.logical_extent, int) for d in arg.logical)
-        else None,
-    )
-    return out
-
-
-def _as_extent(value: int | Scalar) -> Extent:
-    from fusecli.ir.builder import extent_from_scalar
-
-    return value if isinstance(value, int) else extent_from_scalar(value)
-
-
-def _slice_bounds(start: Scalar, end: Scalar, extent: Extent, manual: bool):
-    """Static (start, stop) when everything is constant, torch's wrap-and-clamp unless manual."""
-    if not (start.is_constant and end.is_constant and isinstance(extent, int)):
-        return (
-            int(start.value) if start.is_constant else start,
-            int(end.value) if end.is_constant else end,
-        )
-    lo, hi = int(start.value), int(end.value)
-    if not manual:
-        lo = min(max(lo + extent if lo < 0 else lo, 0), extent)
-        hi = min(max(hi + extent if hi < 0 else hi, 0), extent)
-        hi = max(hi, lo)
-    elif not (0 <= lo <= hi <= extent):
-        raise DefinitionError(
-            "slice", f"manual_normalization needs 0 <= start <= stop <= {extent}, got {lo}:{hi}"
-        )
-    return lo, hi
-
-
-def pad(
-    b: FusionBuilder, arg: TensorView, widths: Sequence[Scalar], value: Scalar | None
-) -> TensorView:
-    """torch.nn.functional.pad order: innermost dimension first, (left, right) pairs."""
-    rank = arg.ndim
-    if len(widths) % 2 or len(widths) > 2 * rank:
-        raise DefinitionError(
-            "pad", f"pad_widths must be (left, right) pairs for at most {rank} dims, "
-            f"got {len(widths)} entries"
-        )
-    if value is None:
-        value = FusionBuilder.constant(False if arg.dtype is DataType.Bool else 0, arg.dtype)
-    elif dt.category(value.dtype) > dt.category(arg.dtype) and not dt.is_floating(arg.dtype):
-        raise DefinitionError(
-            "pad", f"pad value of type {value.dtype} does not fit a {describe(arg)}"
-        )
-    per_dim: list[tuple[Extent, Extent]] = [(0, 0)] * rank
-    for pair in range(len(widths) // 2):
-        axis = rank - 1 - pair
-        left, right = (_as_extent(_scalar_int(w)) for w in widths[2 * pair : 2 * pair + 2])
-        per_dim[axis] = (left, right)
-    domain = []
-    for source, (left, right) in zip(arg.logical, per_dim):
-        if left == 0 and right == 0:
-            domain.append(copy_domain([source])[0])
-            continue
-        extent = extent_op(
-            ExtentOp.ADD, extent_op(ExtentOp.ADD, source.logical_extent, left), right
-        )
-        if isinstance(extent, int) and extent < 0:
-            raise DefinitionError("pad", f"negative padding makes a dimension of size {extent}")
-        domain.append(IterDomain.iteration(extent, rfactor=True))
-    out = TensorView(dtype=arg.dtype, domain=tuple(domain))
-    b.emit(OpType.pad, [arg, value, *widths], [out], width_count=len(widths))
-    return out
-
-
-def _scalar_int(value: Scalar) -> int | Scalar:
-    return int(value.value) if value.is_constant else value
-
-
-def cat(
-    b: FusionBuilder, tensors: Sequence[TensorView], dim: int, manual_padding: bool = False
-) -> TensorView:
-    if not tensors:
-        raise DefinitionError("cat", "needs at least one tensor")
-    rank = tensors[0].ndim
-    for position, tensor in enumerate(tensors):
-        if tensor.ndim != rank:
-            raise DefinitionError(
-                "cat",
-                f"tensor {position} is a {describe(tensor)}, tensor 0 has rank {rank}",
-            )
-    dim = normalize_dim("cat", dim, rank)
-    common, _ = dt.promote(
-        [Operand(t.dtype, True, t.ndim) for t in tensors], Promotion.NO_HALF_TO_FLOAT
-    )
-    from fusecli.ir.ops_elementwise import cast
-
-    tensors = [cast(b, t, common) for t in tensors]
-    domain = []
-    for axis in range(rank):
-        column = [t.logical[axis] for t in tensors]
-        if axis == dim:
-            domain.append(
-                IterDomain.iteration(
-                    extent_sum([d.logical_extent for d in column]), rfactor=True
-                )
-            )
-            continue
-        extents = [d.logical_extent for d in column]
-        for position, extent in enumerate(extents[1:], start=1):
-            if same_extent(extents[0], extent) is False:
-                raise DefinitionError(
-                    "cat",
-                    f"tensor {position} has size {extent} in dimension {axis}, "
-                    f"tensor 0 has {extents[0]}",
-                )
-        static = [e for e in extents if isinstance(e, int)]
-        extent = static[0] if static else extents[0]
-        domain.append(
-            # an expanded broadcast stays expanded, as nvFuser's newOutputIterDomain keeps it
-            IterDomain.broadcast(next((d.expanded for d in column if d.expanded), None))
-            if all(d.is_broadcast for d in column) else IterDomain.iteration(extent)
-        )
-    out = TensorView(dtype=common, domain=tuple(domain))
-    b.emit(OpType.cat, tensors, [out], dim=dim, manual_padding=bool(manual_padding))
-    return out
 
 
 def static_numel(tensor: TensorView) -> int | None:

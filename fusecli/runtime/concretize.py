@@ -3,8 +3,10 @@
 A definition with symbolic sizes (``-1``, or a reshape to sizes taken from scalars) cannot be
 checked when it is written; nvFuser checks it when ``fd.execute`` binds the inputs, and so does
 fusecli, before any evaluation: a reshape must keep the element count, a squeezed dimension
-must have size 1, a pad must not make a size negative, an output aliased to an input must have
-its shape. A violation is the user's (exit 2), named by op and expr position.
+must have size 1, no size may come out negative (a pad, a slice, a topk's k), the operands of an
+elementwise op or a cat must agree on the sizes they share, an output aliased to an input must
+have its shape. A violation is the user's (exit 2), named by op and expr position, in nvFuser's
+words where nvFuser reports the same thing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from collections.abc import Mapping
 
 from fusecli.errors import InputError
 from fusecli.ir.nodes import Fusion, Scalar, TensorView, evaluate_extent
+from fusecli.ir.opdefs import ELEMENTWISE_KINDS
 from fusecli.ir.optype import OpType
+
+_CONFLICT = (
+    "When trying to propagate constant tensor sizes through the graph a conflict was found with "
+    "2 different sizes across dimensions that are expected to match"
+)
 
 
 def check_concrete_sizes(
@@ -37,12 +45,30 @@ def check_concrete_sizes(
 
     for position, expr in enumerate(fusion.exprs):
         where = f"{expr.op.value} (expr {position})"
+        if expr.op is OpType.size:  # a size read off a tensor: later extents may use it
+            extent = size(expr.inputs[0].logical[expr.attr("dim")].logical_extent)
+            if extent is not None:
+                known[expr.outputs[0]] = extent
+            continue
+        if expr.op.kind in ELEMENTWISE_KINDS or expr.op is OpType.cat:
+            _check_shared_sizes(expr, where, sizes)
+        for tensor in expr.outputs:
+            if not isinstance(tensor, TensorView):
+                continue
+            for axis, extent in enumerate(sizes(tensor)):
+                if extent is not None and extent < 0:
+                    raise InputError(
+                        f"{where}: Invalid resized domain extent {extent} for dimension {axis} "
+                        "of its output with these inputs"
+                        + (" (negative padding)" if expr.op is OpType.pad else "")
+                    )
         if expr.op is OpType.reshape:
             before, after = sizes(expr.inputs[0]), sizes(expr.outputs[0])
             if None not in before and None not in after and math.prod(before) != math.prod(after):
                 raise InputError(
-                    f"{where}: the inputs make a tensor of {math.prod(before)} elements {before}, "
-                    f"which cannot be reshaped into {after} ({math.prod(after)} elements)"
+                    f"{where}: Total element counts across view operation must match: "
+                    f"{math.prod(before)} vs {math.prod(after)} (the inputs make a tensor of "
+                    f"shape {before}, to be reshaped into {after})"
                 )
         elif expr.op is OpType.squeeze:
             source = expr.inputs[0]
@@ -52,13 +78,6 @@ def check_concrete_sizes(
                     raise InputError(
                         f"{where}: dimension {axis} is squeezed but has size {extent} for these "
                         "inputs (a squeezed dimension must have size 1)"
-                    )
-        elif expr.op is OpType.pad:
-            for axis, extent in enumerate(sizes(expr.outputs[0])):
-                if extent is not None and extent < 0:
-                    raise InputError(
-                        f"{where}: negative padding makes dimension {axis} of size {extent} "
-                        "for these inputs"
                     )
     for index, output in enumerate(fusion.outputs):
         if output.alias_input is None or not isinstance(output.value, TensorView):
@@ -70,3 +89,21 @@ def check_concrete_sizes(
                 f"add_output (output {index}): aliased to input {position} of shape {want}, "
                 f"but of shape {have} for these inputs"
             )
+
+
+def _check_shared_sizes(expr, where: str, sizes) -> None:
+    """The tensor operands of an elementwise op (all of its dims) or a cat (all but the cat
+    dim) must have equal sizes where neither is a broadcast."""
+    tensors = [t for t in expr.inputs if isinstance(t, TensorView)]
+    skip = expr.attr("dim") if expr.op is OpType.cat else None
+    first: dict[int, tuple[int, int]] = {}  # axis -> (size, operand)
+    for operand, tensor in enumerate(tensors):
+        for axis, (domain, extent) in enumerate(zip(tensor.logical, sizes(tensor))):
+            if axis == skip or extent is None or domain.is_broadcast:
+                continue
+            seen = first.setdefault(axis, (extent, operand))
+            if seen[0] != extent:
+                raise InputError(
+                    f"{where}: {_CONFLICT}: dimension {axis} has size {seen[0]} in operand "
+                    f"{seen[1]} and {extent} in operand {operand} for these inputs"
+                )

@@ -1,0 +1,244 @@
+"""Resize ops: slice, pad and cat, with nvFuser's definition-time checks in its words.
+
+Semantics follow nvFuser's ``csrc/ops/alias.cpp``; the argument checks follow its frontends'
+slice, pad and cat bindings. Sizes known only at run time are checked when the inputs are bound
+(``fusecli.runtime.concretize``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fusecli.ir import dtype as dt
+from fusecli.ir.builder import (
+    DefinitionError,
+    FusionBuilder,
+    copy_domain,
+    describe,
+    normalize_dim,
+    same_extent,
+)
+from fusecli.ir.dtype import DataType, Operand, Promotion
+from fusecli.ir.nodes import (
+    Extent,
+    ExtentOp,
+    IterDomain,
+    Scalar,
+    SymbolicExtent,
+    TensorView,
+    extent_op,
+    extent_sum,
+)
+from fusecli.ir.optype import OpType
+
+
+def slice_(
+    b: FusionBuilder,
+    arg: TensorView,
+    starts: Sequence[Scalar],
+    ends: Sequence[Scalar],
+    strides: Sequence[Scalar] | None = None,
+    manual_normalization: bool = False,
+) -> TensorView:
+    rank = arg.ndim
+    # nvFuser's checks, in its order and words (the frontend's slice binding and SliceOpRecord)
+    if strides and len(strides) != len(starts):
+        raise DefinitionError(
+            "slice",
+            f"Slice start_indices and strides don't match! Start Indices: {len(starts)} "
+            f"Strides: {len(strides)}",
+        )
+    if len(starts) != rank:
+        raise DefinitionError(
+            "slice",
+            "Number of tensor dimensions does not match slice dimensions! "
+            f"Tensor-dims: {rank} Slice-dims: {len(starts)}",
+        )
+    if len(starts) != len(ends):
+        raise DefinitionError(
+            "slice",
+            "Slice indexing attribute dimensions don't match! Start Indices: "
+            f"{len(starts)} End Indices: {len(ends)}",
+        )
+    strides = list(strides) if strides else [FusionBuilder.constant(1, DataType.Int)] * rank
+    for start, end, stride in zip(starts, ends, strides):
+        if start.is_constant and int(start.value) < 0:
+            raise DefinitionError(
+                "slice",
+                "Slice operation start_indices must be greater than or equal to 0. "
+                f"Start Indices: {int(start.value)}",
+            )
+        if start.is_constant and end.is_constant and int(end.value) < int(start.value):
+            raise DefinitionError(
+                "slice",
+                "Slice operation end_indices must be greater than or equal to start_indices. "
+                f"Start Indices: {int(start.value)} End Indices: {int(end.value)}",
+            )
+        if not stride.is_constant or int(stride.value) != 1:
+            raise DefinitionError(
+                "slice", "nvFuser Limitation: All slice operation strides must be of const size 1."
+            )
+    domain = []
+    bounds = []
+    for source, start, end in zip(arg.logical, starts, ends):
+        extent = source.logical_extent
+        lo, hi = _slice_bounds(start, end, extent, manual_normalization)
+        bounds.append((lo, hi))
+        if isinstance(lo, int) and isinstance(hi, int) and isinstance(extent, int):
+            if lo == 0 and hi == extent:
+                domain.append(copy_domain([source])[0])
+                continue
+            length = max(hi - lo, 0)
+        elif manual_normalization:
+            length = extent_op(ExtentOp.SUB, _as_extent(hi), _as_extent(lo))
+        else:  # wrapped and clamped against a size known only at run time
+            length = SymbolicExtent()
+        domain.append(
+            IterDomain.broadcast() if length == 1 and source.is_broadcast
+            else IterDomain.iteration(length, rfactor=True)
+        )
+    out = TensorView(dtype=arg.dtype, domain=tuple(domain))
+    b.emit(
+        OpType.slice,
+        [arg, *starts, *ends],
+        [out],
+        manual_normalization=bool(manual_normalization),
+        static_bounds=tuple(bounds)
+        if all(isinstance(x, int) for lh in bounds for x in lh)
+        and all(isinstance(d.logical_extent, int) for d in arg.logical)
+        else None,
+    )
+    return out
+
+
+def _as_extent(value: int | Scalar) -> Extent:
+    from fusecli.ir.builder import extent_from_scalar
+
+    return value if isinstance(value, int) else extent_from_scalar(value)
+
+
+def _slice_bounds(start: Scalar, end: Scalar, extent: Extent, manual: bool):
+    """Static (start, stop) when everything is constant, torch's wrap-and-clamp unless manual."""
+    if not (start.is_constant and end.is_constant and isinstance(extent, int)):
+        return (
+            int(start.value) if start.is_constant else start,
+            int(end.value) if end.is_constant else end,
+        )
+    lo, hi = int(start.value), int(end.value)
+    if not manual:
+        lo = min(max(lo + extent if lo < 0 else lo, 0), extent)
+        hi = min(max(hi + extent if hi < 0 else hi, 0), extent)
+        hi = max(hi, lo)
+    elif not (0 <= lo <= hi <= extent):
+        raise DefinitionError(
+            "slice", f"manual_normalization needs 0 <= start <= stop <= {extent}, got {lo}:{hi}"
+        )
+    return lo, hi
+
+
+def pad(
+    b: FusionBuilder, arg: TensorView, widths: Sequence[Scalar], value: Scalar | None
+) -> TensorView:
+    """torch.nn.functional.pad order: innermost dimension first, (left, right) pairs."""
+    rank = arg.ndim
+    if len(widths) > 2 * rank:
+        raise DefinitionError(
+            "pad", "Number of pad widths must be at most twice the input dimension "
+            f"({len(widths)} widths for a {describe(arg)})"
+        )
+    if value is None:
+        value = FusionBuilder.constant(False if arg.dtype is DataType.Bool else 0, arg.dtype)
+    elif not _similar_dtype(arg.dtype, value.dtype):
+        raise DefinitionError(
+            "pad", "Tensor arg and pad value must have the same dtype. "
+            f"(a {value.dtype} value for a {describe(arg)})"
+        )
+    if len(widths) % 2:
+        raise DefinitionError(
+            "pad", f"Invalid number of padding widths: {len(widths)} (widths come in pairs)"
+        )
+    per_dim: list[tuple[Extent, Extent]] = [(0, 0)] * rank
+    for pair in range(len(widths) // 2):
+        axis = rank - 1 - pair
+        left, right = (_as_extent(_scalar_int(w)) for w in widths[2 * pair : 2 * pair + 2])
+        per_dim[axis] = (left, right)
+    domain = []
+    for source, (left, right) in zip(arg.logical, per_dim):
+        if left == 0 and right == 0:
+            domain.append(copy_domain([source])[0])
+            continue
+        extent = extent_op(
+            ExtentOp.ADD, extent_op(ExtentOp.ADD, source.logical_extent, left), right
+        )
+        if isinstance(extent, int) and extent < 0:
+            raise DefinitionError(
+                "pad",
+                f"Invalid resized domain extent {extent}: negative padding makes a dimension "
+                f"of size {extent}",
+            )
+        domain.append(IterDomain.iteration(extent, rfactor=True))
+    out = TensorView(dtype=arg.dtype, domain=tuple(domain))
+    b.emit(OpType.pad, [arg, value, *widths], [out], width_count=len(widths))
+    return out
+
+
+def _similar_dtype(base: DataType, other: DataType) -> bool:
+    """nvFuser's ``hasSimilarDtype``: the same kind (complex, floating, boolean, integral)."""
+    kinds = (dt.is_complex, dt.is_floating, dt.is_boolean, dt.is_integral)
+    return base is other or any(kind(base) and kind(other) for kind in kinds)
+
+
+def _scalar_int(value: Scalar) -> int | Scalar:
+    return int(value.value) if value.is_constant else value
+
+
+def cat(
+    b: FusionBuilder, tensors: Sequence[TensorView], dim: int, manual_padding: bool = False
+) -> TensorView:
+    if not tensors:
+        raise DefinitionError("cat", "Attempting to concatenate empty list of tensors")
+    rank = tensors[0].ndim
+    for position, tensor in enumerate(tensors):
+        if tensor.ndim != rank:
+            raise DefinitionError(
+                "cat",
+                f"Unexpected number of dimensions: tensor {position} is a {describe(tensor)}, "
+                f"expected: {rank}",
+            )
+    dim = normalize_dim("cat", dim, rank)
+    common, _ = dt.promote(
+        [Operand(t.dtype, True, t.ndim) for t in tensors], Promotion.NO_HALF_TO_FLOAT
+    )
+    from fusecli.ir.ops_elementwise import cast
+
+    tensors = [cast(b, t, common) for t in tensors]
+    domain = []
+    for axis in range(rank):
+        column = [t.logical[axis] for t in tensors]
+        if axis == dim:
+            domain.append(
+                IterDomain.iteration(
+                    extent_sum([d.logical_extent for d in column]), rfactor=True
+                )
+            )
+            continue
+        extents = [d.logical_extent for d in column]
+        for position, extent in enumerate(extents[1:], start=1):
+            if same_extent(extents[0], extent) is False:
+                raise DefinitionError(
+                    "cat",
+                    f"tensor {position} has size {extent} in dimension {axis}, "
+                    f"tensor 0 has {extents[0]}",
+                )
+        static = [e for e in extents if isinstance(e, int)]
+        extent = static[0] if static else extents[0]
+        domain.append(
+            # an expanded broadcast stays expanded, as nvFuser's newOutputIterDomain keeps it
+            IterDomain.broadcast(next((d.expanded for d in column if d.expanded), None))
+            if all(d.is_broadcast for d in column) else IterDomain.iteration(extent)
+        )
+    out = TensorView(dtype=common, domain=tuple(domain))
+    b.emit(OpType.cat, tensors, [out], dim=dim, manual_padding=bool(manual_padding))
+    return out
+
+
