@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 
 from fusecli.app.pipeline import RunOptions, run_loaded
 from fusecli.cli.main import cli, register
-from fusecli.compare.diff import JUDGED_AGAINST_FLOAT64
+from fusecli.compare.diff import IDENTICAL, JUDGED_AGAINST_FLOAT64, identical_diff
 from fusecli.ir.optype import OpType
 from fusecli.load import load_path
 from fusecli.reference.bounds import unit_roundoff
@@ -167,12 +168,62 @@ def test_cli_tolerance_option(monkeypatch) -> None:
 
 
 def test_an_unplanted_rms_norm_passes_with_its_bound_reported() -> None:
+    """The most precise executor there is (the float64 values, rounded once to the output
+    dtype) differs from eager torch at rounding flips, and passes within its bounds."""
+    from fusecli.app.judge import all_identical, diff_outputs, float64_reference
+    from fusecli.reference import run_reference
+
     (loaded,) = load_path(RMS_NORM, device="cpu")
-    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu"))
-    assert outcome.status == "pass"
-    for diff in outcome.outputs:
+    options = RunOptions(executor="aten", device="cpu")
+    expected = run_reference(loaded.fusion, list(loaded.inputs)).outputs
+    precise, bounds = float64_reference(loaded.fusion, loaded.inputs, options)
+    actual = [value.to(want.dtype) for value, want in zip(precise, expected)]
+    assert not all_identical(actual, expected)  # else nothing here would be judged by bounds
+    diffs = diff_outputs(loaded.fusion, loaded.inputs, actual, expected, precise, options, bounds)
+    judged = [d for d in diffs if d.tolerance.source != IDENTICAL]
+    assert judged and all(d.ok for d in diffs)
+    for diff in judged:
         assert "bound of the float64 value" in diff.tolerance.source
         assert JUDGED_AGAINST_FLOAT64 in diff.notes
+
+
+def test_outputs_that_are_eager_torchs_bit_for_bit_skip_the_float64_reference(monkeypatch):
+    """On the CPU the ATen executor and eager torch agree bit for bit: passed in one pass, the
+    float64 reference never runs (it is most of the time and memory of a large input)."""
+    import fusecli.app.pipeline as pipeline
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the float64 reference ran")
+
+    monkeypatch.setattr(pipeline, "float64_reference", refuse)
+    (loaded,) = load_path(RMS_NORM, device="cpu")
+    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu"))
+    assert outcome.status == "pass", outcome.error
+    assert all(d.tolerance.source == IDENTICAL and d.mismatch_count == 0 for d in outcome.outputs)
+
+
+def test_an_output_that_differs_still_gets_the_float64_reference(monkeypatch):
+    import fusecli.app.pipeline as pipeline
+
+    calls = []
+    original = pipeline.float64_reference
+    monkeypatch.setattr(
+        pipeline, "float64_reference", lambda *a: calls.append(1) or original(*a)
+    )
+    monkeypatch.setenv("FUSECLI_INJECT_FAULT", "rsqrt")
+    (loaded,) = load_path(RMS_NORM, device="cpu")
+    with pytest.warns(UserWarning):
+        outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu"))
+    assert calls and outcome.status == "mismatch"
+
+
+def test_identical_means_bit_for_bit() -> None:
+    x = torch.randn(64)
+    assert identical_diff(x, x.clone()) is not None
+    assert identical_diff(x, x.nextafter(x + 1)) is None  # one ulp
+    assert identical_diff(x, x.double()) is None  # dtype
+    nan = torch.tensor([math.nan])
+    assert identical_diff(nan, nan.clone()) is None  # NaN: the full comparison decides
 
 
 def test_a_cpu_aten_run_says_it_compares_torch_with_torch() -> None:

@@ -11,6 +11,16 @@ from fusecli.errors import PipelineError
 UNBOUNDED = "loose: the error analysis has no bound for this output"
 
 
+def all_identical(actual: Sequence[Any], expected: Sequence[Any]) -> bool:
+    """Every output is eager torch's bit for bit: the float64 reference has nothing to settle,
+    and is not run (on the CPU that is most runs, and it is most of their time and memory)."""
+    from fusecli.compare.diff import identical_diff
+
+    return len(actual) == len(expected) and all(
+        identical_diff(got, want) is not None for got, want in zip(actual, expected)
+    )
+
+
 def float64_reference(
     fusion: Any, inputs: Sequence[Any], options: Any
 ) -> tuple[list[Any] | None, list[Any] | None]:
@@ -47,19 +57,33 @@ def diff_outputs(
     dtype and reduction size, float64 as tie-break. A missing or extra output is a mismatch of
     its own, never dropped by a zip.
     """
+    from dataclasses import replace
+
     import torch
 
     from fusecli.compare import compare_tensors, tolerance_for
+    from fusecli.compare.diff import identical_diff
 
     if len(actual) != len(expected):  # a lost output must not pass unseen
         raise PipelineError(f"{len(actual)} outputs from the executor, {len(expected)} expected")
     reductions = reduction_sizes(fusion, inputs)
+    wants_analytic = options.tolerance == "analytic" and options.rtol is None and (
+        options.atol is None
+    )
     analytic = (
         options.tolerance == "analytic" and precise is not None and bounds is not None
         and options.rtol is None and options.atol is None
     )
     diffs = []
     for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        same = identical_diff(got, want)
+        if same is not None:
+            if not wants_analytic:  # the tolerance it would have been judged by, for the report
+                same = replace(same, tolerance=tolerance_for(
+                    want.dtype, reductions.get(index, 1), rtol=options.rtol, atol=options.atol
+                ))
+            diffs.append(same)
+            continue
         reference = precise[index] if precise is not None else None
         carried = bounds[index] if analytic else None
         bounded = hasattr(carried, "hard") and isinstance(want, torch.Tensor)
@@ -106,6 +130,15 @@ def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
     from fusecli.load.inputs import clone_exact
 
     return list(clone_exact(list(inputs)))
+
+
+def reference_inputs(fusion: Any, inputs: Sequence[Any]) -> list[Any]:
+    """The inputs for the eager reference, which writes into its inputs only the outputs aliased
+    to them: the inputs themselves when there are none (no copy of a large input), else fresh
+    copies. The executor under test always gets copies: it is not trusted not to write."""
+    if any(output.alias_input is not None for output in fusion.outputs):
+        return clone_inputs(inputs)
+    return list(inputs)
 
 
 def reduction_sizes(fusion: Any, inputs: Sequence[Any]) -> dict[int, int]:

@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusecli.app.judge import clone_inputs, diff_outputs, float64_reference
+from fusecli.app.judge import (
+    all_identical,
+    clone_inputs,
+    diff_outputs,
+    float64_reference,
+    reference_inputs,
+)
 from fusecli.errors import FusecliError, InputError, PipelineError
 
 EXIT_OK, EXIT_MISMATCH = 0, 1
@@ -259,8 +265,11 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
         ]
         failed_kernel = _failed_kernel(outcome.segments, options)
         actual = run.outputs
-        expected = run_reference(fusion, clone_inputs(loaded.inputs), seed=options.seed).outputs
-        precise, bounds = float64_reference(fusion, loaded.inputs, options)
+        eager_inputs = reference_inputs(fusion, loaded.inputs)
+        expected = run_reference(fusion, eager_inputs, seed=options.seed).outputs
+        precise = bounds = None
+        if not all_identical(actual, expected):
+            precise, bounds = float64_reference(fusion, loaded.inputs, options)
     except FusecliError as error:
         if options.debug:
             raise

@@ -16,7 +16,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fusecli.app.corpus import normalize_message
-from fusecli.app.judge import clone_inputs, diff_outputs, float64_reference
+from fusecli.app.judge import (
+    all_identical,
+    clone_inputs,
+    diff_outputs,
+    float64_reference,
+    reference_inputs,
+)
 from fusecli.app.pipeline import RunOptions
 from fusecli.ir.nodes import Fusion, Vector
 from fusecli.reference import run_reference
@@ -108,8 +114,11 @@ def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> V
     except Exception as error:  # a crash of the executor under test, whatever it raised
         return _timed(error_verdict(error, "execute"), started)
     try:
-        expected = run_reference(fusion, clone_inputs(inputs), seed=options.seed).outputs
-        precise, bounds = float64_reference(fusion, inputs, options)
+        eager_inputs = reference_inputs(fusion, inputs)
+        expected = run_reference(fusion, eager_inputs, seed=options.seed).outputs
+        precise = bounds = None
+        if not all_identical(actual, expected):
+            precise, bounds = float64_reference(fusion, inputs, options)
     except ReferenceInputError as error:
         return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
     except Exception as error:  # the reference cannot answer: not a question for the executor

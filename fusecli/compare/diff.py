@@ -213,6 +213,40 @@ def bounded_mismatch(
     return beyond_hard | deviates, note
 
 
+IDENTICAL = "bit for bit eager torch's: no tolerance needed"
+
+
+def identical_diff(actual: object, expected: object) -> OutputDiff | None:
+    """The diff of an output that is eager torch's bit for bit, or None.
+
+    The usual case on the CPU, where the executor and the reference both run torch: it is
+    settled in one pass over memory, without per-element errors and without the float64
+    reference (an executor that rounds exactly as eager torch does is within any bound eager
+    torch is). Any difference, NaNs included (NaN is unequal to itself), returns None: the full
+    comparison decides.
+    """
+    if not (isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor)):
+        return None
+    if actual.dtype != expected.dtype or actual.shape != expected.shape:
+        return None
+    if actual.device != expected.device:
+        return None
+    try:
+        if not torch.equal(actual, expected):
+            return None
+    except (RuntimeError, TypeError):  # dtypes torch.equal does not support (packed floats)
+        return None
+    return OutputDiff(
+        ok=True, compared=True, max_abs_err=0.0, max_rel_err=0.0, mismatch_count=0,
+        worst_index=None, worst_actual=None, worst_expected=None, nan_mismatch=0,
+        inf_mismatch=0, closer_to_float64=None, notes=(), dtype_ok=True, shape_ok=True,
+        strides_ok=True, actual_dtype=dtype_name(actual.dtype),
+        expected_dtype=dtype_name(expected.dtype), actual_shape=tuple(actual.shape),
+        expected_shape=tuple(expected.shape), numel=actual.numel(),
+        tolerance=Tolerance(0.0, 0.0, IDENTICAL), actual_strides=None, expected_strides=None,
+    )
+
+
 def compare_tensors(
     actual: torch.Tensor,
     expected: torch.Tensor,
