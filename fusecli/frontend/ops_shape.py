@@ -109,7 +109,9 @@ class ShapeOps(OpsBase):
         ends, printed_ends = self._fd._inline_vector(
             bound["end_indices"], "slice", is_shape=False
         )
-        stride_list = bound["strides"] if bound["strides"] is not None else [1] * arg.ndim
+        stride_list = (  # one per start index, as nvFuser's slice binding makes them
+            bound["strides"] if bound["strides"] is not None else [1] * len(starts.val.elements)
+        )
         strides, printed_strides = self._fd._inline_vector(stride_list, "slice")
         manual = bool(bound["manual_normalization"])
         result = rsz.slice_(

@@ -96,7 +96,7 @@ def where(b: FusionBuilder, condition: Val, if_true: Val, if_false: Val) -> Val:
     """``where(cond, a, b)``: cond is Bool; a and b promote without the Float upcast."""
     if condition.dtype is not DataType.Bool:
         raise DefinitionError(
-            "where", f"Condition should be of DataType Bool, not {condition.dtype}"
+            "where", f"Condition should be of DataType Bool, not {dt.ir_name(condition.dtype)}"
         )
     compute, output = dt.promote([_operand(if_true), _operand(if_false)], PROMOTION[OpType.where])
     if_true, if_false = cast(b, if_true, compute), cast(b, if_false, compute)

@@ -36,7 +36,7 @@ def index_select(b: FusionBuilder, arg: TensorView, index: TensorView, dim: int)
     _check_index("index_select", index)
     if index.ndim > 1:
         raise DefinitionError("index_select", f"index must be 1-D, got a {describe(index)}")
-    dim = normalize_dim("index_select", dim, arg.ndim, scalar_ok=False)
+    dim = normalize_dim("index_select", dim, arg.ndim)
     domain = list(copy_domain(arg.logical))
     # A 0-dim index selects one position (as torch.index_select takes it): the dim keeps size 1.
     extent = index.logical[0].logical_extent if index.ndim else 1
@@ -49,7 +49,7 @@ def index_select(b: FusionBuilder, arg: TensorView, index: TensorView, dim: int)
 def select(b: FusionBuilder, arg: TensorView, index: Scalar, dim: int) -> TensorView:
     if not dt.is_integral(index.dtype):
         raise DefinitionError("select", f"index must be an integer scalar, got {describe(index)}")
-    dim = normalize_dim("select", dim, arg.ndim, scalar_ok=False)
+    dim = normalize_dim("select", dim, arg.ndim)
     domain = [d for axis, d in enumerate(copy_domain(arg.logical)) if axis != dim]
     out = TensorView(dtype=arg.dtype, domain=tuple(domain))
     b.emit(OpType.select, [arg, index], [out], dim=dim)

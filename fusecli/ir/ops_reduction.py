@@ -138,7 +138,7 @@ def scan(b: FusionBuilder, op: OpType, arg: TensorView, dim: int) -> TensorView:
 def argsort(
     b: FusionBuilder, arg: TensorView, dim: int, descending: bool, stable: bool
 ) -> TensorView:
-    dim = normalize_dim("argsort", dim, arg.ndim, scalar_ok=False)
+    dim = normalize_dim("argsort", dim, arg.ndim)
     out = TensorView(dtype=DataType.Int, domain=copy_domain(arg.logical))
     b.emit(OpType.argsort, [arg], [out], dim=dim, descending=bool(descending), stable=bool(stable))
     return out
@@ -147,7 +147,7 @@ def argsort(
 def topk(
     b: FusionBuilder, arg: TensorView, k: Scalar, dim: int, largest: bool, sorted_: bool
 ) -> tuple[TensorView, TensorView]:
-    dim = normalize_dim("topk", dim, arg.ndim, scalar_ok=False)
+    dim = normalize_dim("topk", dim, arg.ndim)
     if not dt.is_integral(k.dtype):
         raise DefinitionError("topk", f"k must be an integer scalar, got a {describe(k)}")
     domain = list(copy_domain(arg.logical))

@@ -93,12 +93,16 @@ def check_concrete_sizes(
 
 def _check_shared_sizes(expr, where: str, sizes) -> None:
     """The tensor operands of an elementwise op (all of its dims) or a cat (all but the cat
-    dim) must have equal sizes where neither is a broadcast."""
+    dim) must have equal sizes where neither is a broadcast. A dimension defined symbolic
+    (``-1``) is an iteration dimension even when an input gives it size 1: it does not
+    broadcast (define it as ``1``, or with ``from_pytorch``, to broadcast), as in nvFuser."""
     tensors = [t for t in expr.inputs if isinstance(t, TensorView)]
     skip = expr.attr("dim") if expr.op is OpType.cat else None
-    first: dict[int, tuple[int, int]] = {}  # axis -> (size, operand)
+    rank = max((t.ndim for t in tensors), default=0)
+    first: dict[int, tuple[int, int]] = {}  # output axis -> (size, operand)
     for operand, tensor in enumerate(tensors):
-        for axis, (domain, extent) in enumerate(zip(tensor.logical, sizes(tensor))):
+        offset = rank - tensor.ndim  # operands of lower rank align to the right, as in torch
+        for axis, (domain, extent) in enumerate(zip(tensor.logical, sizes(tensor)), offset):
             if axis == skip or extent is None or domain.is_broadcast:
                 continue
             seen = first.setdefault(axis, (extent, operand))
