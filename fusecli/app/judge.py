@@ -109,8 +109,8 @@ def _bounded_tolerance(want: Any, reference: Any, carried: Any) -> Any:
 
     from fusecli.compare import Tolerance
 
-    magnitude = reference.detach().to("cpu", torch.float64).abs()
-    hard = carried.hard.detach().to("cpu", torch.float64)
+    magnitude = reference.detach().to(torch.float64).abs()
+    hard = carried.hard.detach().to(reference.device, torch.float64)
     finite = torch.isfinite(hard) & (magnitude > 0)
     rtol = float((hard[finite] / magnitude[finite]).max()) if bool(finite.any()) else 0.0
     unbounded = int((~torch.isfinite(hard)).sum())

@@ -151,10 +151,12 @@ class OutputDiff:
         }
 
 
-def _on_cpu(tensor: torch.Tensor, role: str) -> torch.Tensor:
+def _on_device(tensor: torch.Tensor, role: str, device: torch.device) -> torch.Tensor:
+    """``tensor`` where the comparison runs: the device of eager torch's output (a GPU's memory
+    and speed for a GPU run; nothing copied to the host but the few values reported)."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{role} must be a torch.Tensor, got {type(tensor).__name__}")
-    return tensor.detach().cpu().resolve_conj().resolve_neg()
+    return tensor.detach().to(device).resolve_conj().resolve_neg()
 
 
 def _strides_ok(
@@ -197,7 +199,7 @@ def bounded_mismatch(
     differs from it only at rare flips, while a systematic error shifts nearly every element.
     An element where both sides give the same NaN or infinity matches.
     """
-    hard, tight = (b.to(device="cpu", dtype=torch.float64) for b in bounds)
+    hard, tight = (b.to(device=actual.device, dtype=torch.float64) for b in bounds)
     tiny = torch.finfo(actual.dtype).smallest_normal if actual.is_floating_point() else 0.0
     same_special = ~against_eager.differs & ~torch.isfinite(actual.to(torch.float64))
     beyond_hard = (against_exact.abs_err > SLACK * hard + tiny) | against_exact.nan_mismatch
@@ -277,8 +279,9 @@ def compare_tensors(
         if expected_strides is None:
             expected_strides = expected.stride()
         wanted_strides = tuple(expected_strides)
-    actual = _on_cpu(actual, "actual")
-    expected = _on_cpu(expected, "expected")
+    device = expected.device if isinstance(expected, torch.Tensor) else torch.device("cpu")
+    actual = _on_device(actual, "actual", device)
+    expected = _on_device(expected, "expected", device)
 
     shape_ok = actual.shape == expected.shape
     dtype_ok = actual.dtype == expected.dtype
@@ -328,7 +331,7 @@ def compare_tensors(
     errors = judged = element_errors(actual, expected, kind)
     judged_kind = kind
     if against_float64 and float64_reference is not None and kind in (Kind.REAL, Kind.COMPLEX):
-        reference = _on_cpu(float64_reference, "float64_reference")
+        reference = _on_device(float64_reference, "float64_reference", device)
         if reference.shape == expected.shape:
             judged_kind = pair_kind(actual.dtype, reference.dtype)
             judged = element_errors(actual, reference, judged_kind)
@@ -361,7 +364,7 @@ def compare_tensors(
 
     verdict = Verdict(None, None)
     if float64_reference is not None and mismatch_count:
-        reference = _on_cpu(float64_reference, "float64_reference")
+        reference = _on_device(float64_reference, "float64_reference", device)
         verdict = float64_verdict(actual, expected, reference, mismatch)
     if verdict.note is not None:
         notes.append(verdict.note)
