@@ -290,3 +290,22 @@ def test_explain_segmentation_needs_no_eager_evaluation(tmp_path):
     assert "pointwise" in explained.stdout
     ran = CliRunner().invoke(cli, ["run", str(path), "--json"])
     assert ran.exit_code == 3 and "index out of range" in ran.stdout  # run does evaluate
+
+
+def test_the_repeated_execute_benchmark_script_is_one_record(tmp_path):
+    """benchmarks/repeated_execute.py's repro (warm-up, then a timed loop of 95 calls), small:
+    one record for 100 calls, checked once (the benchmark measures it at 500 MB)."""
+    import importlib.util
+    from pathlib import Path
+
+    from fusecli.app.pipeline import RunOptions, run_loaded
+
+    source = Path(__file__).parent.parent / "benchmarks" / "repeated_execute.py"
+    spec = importlib.util.spec_from_file_location("repeated_execute", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = tmp_path / "repeated.py"
+    path.write_text(module.SCRIPT.format(rows=8, timed=95), encoding="utf-8")
+    (loaded,) = load_path(path, device="cpu")
+    assert any("called 100 times" in notice for notice in loaded.notices), loaded.notices
+    assert run_loaded(loaded, RunOptions(executor="aten", device="cpu")).status == "pass"
