@@ -15,6 +15,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from fusecli.ir.dtype import DataType
 from fusecli.ir.optype import OpType
@@ -301,6 +302,8 @@ class Fusion:
     exprs: tuple[Expr, ...]
     _definition: dict[int, Expr] = field(default_factory=dict, repr=False)
     _uses: dict[int, list[Expr]] = field(default_factory=dict, repr=False)
+    # what is derived from the fusion once and reused per call (fusecli.runtime.cache)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for expr in self.exprs:

@@ -11,6 +11,7 @@ notice on stderr.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 
@@ -36,7 +37,15 @@ def injected_faults() -> frozenset[str]:
 
     Raises InputError for a name that is not an op (``fd.ops`` spelling), listing the choices.
     """
-    text = os.environ.get(ENV_VAR, "")
+    faults = _parse(os.environ.get(ENV_VAR, ""))
+    if faults:
+        _warn_once(faults)
+    return faults
+
+
+@functools.lru_cache(maxsize=16)
+def _parse(text: str) -> frozenset[str]:
+    """The op names of one value of the variable (read each call, parsed once per value)."""
     names = [name.strip() for name in text.split(",") if name.strip()]
     valid = {op.value for op in OpType}
     for name in names:
@@ -44,10 +53,7 @@ def injected_faults() -> frozenset[str]:
             raise InputError(
                 f"{ENV_VAR}: unknown op {name!r}; choose among: {', '.join(sorted(valid))}"
             )
-    faults = frozenset(names)
-    if faults:
-        _warn_once(faults)
-    return faults
+    return frozenset(names)
 
 
 def _warn_once(faults: frozenset[str]) -> None:

@@ -17,13 +17,13 @@ from typing import Any
 from fusecli.errors import PipelineError
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
 from fusecli.runtime.bind import bind_inputs
+from fusecli.runtime.cache import cached_segmentation
 from fusecli.runtime.context import ExecutionContext
 from fusecli.runtime.devices import execution_device
 from fusecli.runtime.executor import run_segment
 from fusecli.runtime.outputs import collect_outputs
 from fusecli.runtime.registry import executor_named, fallback_executor
 from fusecli.segment.result import Segment, SegmentedFusion
-from fusecli.segment.segmenter import segment_fusion
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +178,9 @@ def run_fusion(
     device: Any = None,
     strict: bool = False,
 ) -> tuple[SegmentedFusion, SegmentedRun]:
-    """Segment ``fusion`` for ``inputs`` and run it: what ``fd.execute`` and ``fusecli run`` do."""
-    segmented = segment_fusion(fusion, inputs, profile=rules)
+    """Segment ``fusion`` for ``inputs`` (once per input signature: ``fusecli.runtime.cache``)
+    and run it: what ``fd.execute`` and ``fusecli run`` do."""
+    segmented = cached_segmentation(fusion, inputs, rules)
     return segmented, execute_segmented(
         segmented, inputs, executor=executor, seed=seed, device=device, strict=strict
     )
