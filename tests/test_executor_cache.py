@@ -39,8 +39,31 @@ def test_a_signature_seen_before_is_not_segmented_again(segmentations) -> None:
         _, run = run_fusion(fusion, [x], executor="aten")
         assert torch.allclose(run.outputs[0], x.exp().sum(1))
     assert len(segmentations) == 1 and cache.cache_size(fusion) == 1
-    run_fusion(fusion, [torch.randn(4, 8)], executor="aten")  # other values, same signature
+    y = torch.randn(4, 8)  # other values, same signature: bound afresh
+    _, run = run_fusion(fusion, [y], executor="aten")
+    assert torch.allclose(run.outputs[0], y.exp().sum(1))
     assert len(segmentations) == 1
+
+
+def test_inputs_refused_once_are_refused_again() -> None:
+    fusion = _fusion()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="fusion expects 1 inputs"):
+            run_fusion(fusion, [torch.randn(4, 8), torch.randn(4, 8)], executor="aten")
+
+
+def test_a_warm_call_retains_nothing_of_its_inputs() -> None:
+    import gc
+    import weakref
+
+    fusion = _fusion()
+    x = torch.randn(4, 8)
+    for _ in range(3):
+        run_fusion(fusion, [x], executor="aten")
+    ref = weakref.ref(x)
+    del x
+    gc.collect()
+    assert ref() is None
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,14 @@
 FusionExecutorCache keeps a FusionKernelRuntime per input signature.
 
 A warm ``fd.execute`` (and each later fusion run of ``fusecli run``, ``bench`` and ``bisect``)
-with inputs of a signature seen before skips segmentation: the scheduler proposals, the
-heuristics and their checks. The key is exact: every tensor input's dtype, shape, strides and
-device, every scalar input's type and value (heuristics and run-time checks read sizes, so sizes
-are in it), the rule profile, and ``FUSECLI_INJECT_FAULT`` as it reads now. A new signature is a
-new entry; the oldest of more than ``CAPACITY`` entries is dropped. Entries live on the fusion
-(``Fusion.memo``): a definition that goes away takes its entries with it, and nothing else is
-retained (no inputs, no outputs).
+with inputs of a signature seen before skips segmentation (the scheduler proposals, the
+heuristics and their checks) and the input checks, whose outcome the signature decides: it
+binds the new tensors and runs the segments. The key is exact: every tensor input's dtype,
+shape, strides and device, every scalar input's type and value (heuristics and run-time checks
+read sizes, so sizes are in it), the rule profile, and ``FUSECLI_INJECT_FAULT`` as it reads
+now. A new signature is a new entry; the oldest of more than ``CAPACITY`` entries is dropped.
+Entries live on the fusion (``Fusion.memo``): a definition that goes away takes its entries
+with it, and nothing else is retained (no inputs, no outputs).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from fusecli.ir.nodes import Fusion
+from fusecli.ir.nodes import Fusion, TensorView
+from fusecli.runtime.bind import Bindings, bind_inputs, flatten_inputs
 from fusecli.runtime.faults import ENV_VAR
 from fusecli.segment.result import SegmentedFusion
 from fusecli.segment.segmenter import segment_fusion
@@ -42,21 +45,54 @@ def input_signature(inputs: Sequence[Any]) -> tuple:
     return tuple(signature)
 
 
-def cached_segmentation(fusion: Fusion, inputs: Sequence[Any], rules: str) -> SegmentedFusion:
-    """``segment_fusion(fusion, inputs, profile=rules)``, computed once per signature."""
-    entries: OrderedDict = fusion.memo.setdefault("segmentations", OrderedDict())
-    key = (rules, os.environ.get(ENV_VAR, ""), input_signature(inputs))
-    segmented = entries.get(key)
-    if segmented is not None:
+@dataclass(slots=True)
+class Plan:
+    """What one signature of one fusion keeps: its segmentation and, once a call of that
+    signature has bound, what binding gave besides the tensors themselves (the sizes of the
+    symbolic extents, the device, the scalar inputs' values)."""
+
+    segmented: SegmentedFusion
+    extents: dict | None = None
+    device: Any = None
+    scalars: dict[int, object] = field(default_factory=dict)
+
+    def bind(self, inputs: Sequence[Any]) -> Bindings:
+        """The inputs bound to the segmented fusion: checked the first time; for later calls
+        of the signature (which the checks cannot tell apart) only the tensors are new."""
+        fusion = self.segmented.fusion
+        if self.extents is None:
+            bindings = bind_inputs(fusion, inputs)
+            tensors = {v.uid for v in fusion.inputs if isinstance(v, TensorView)}
+            self.extents, self.device = bindings.extents, bindings.device
+            self.scalars = {uid: v for uid, v in bindings.values.items() if uid not in tensors}
+            return bindings
+        values = dict(self.scalars)
+        for definition, value in zip(fusion.inputs, flatten_inputs(inputs)):
+            if isinstance(definition, TensorView):
+                values[definition.uid] = value
+        return Bindings(values, self.extents, self.device)
+
+
+def cached_plan(fusion: Fusion, inputs: Sequence[Any], rules: str) -> Plan:
+    """The plan of ``fusion`` for the signature of ``inputs``, segmenting on a miss."""
+    entries: OrderedDict = fusion.memo.setdefault("plans", OrderedDict())
+    key = (rules, os.environ.get(ENV_VAR, ""), input_signature(flatten_inputs(inputs)))
+    plan = entries.get(key)
+    if plan is not None:
         entries.move_to_end(key)
-        return segmented
-    segmented = segment_fusion(fusion, inputs, profile=rules)
-    entries[key] = segmented
+        return plan
+    plan = Plan(segment_fusion(fusion, inputs, profile=rules))
+    entries[key] = plan
     while len(entries) > CAPACITY:
         entries.popitem(last=False)
-    return segmented
+    return plan
+
+
+def cached_segmentation(fusion: Fusion, inputs: Sequence[Any], rules: str) -> SegmentedFusion:
+    """``segment_fusion(fusion, inputs, profile=rules)``, computed once per signature."""
+    return cached_plan(fusion, inputs, rules).segmented
 
 
 def cache_size(fusion: Fusion) -> int:
     """How many signatures ``fusion`` has a segmentation for."""
-    return len(fusion.memo.get("segmentations", ()))
+    return len(fusion.memo.get("plans", ()))

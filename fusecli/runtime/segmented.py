@@ -16,8 +16,8 @@ from typing import Any
 
 from fusecli.errors import PipelineError
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
-from fusecli.runtime.bind import bind_inputs
-from fusecli.runtime.cache import cached_segmentation
+from fusecli.runtime.bind import Bindings, bind_inputs
+from fusecli.runtime.cache import cached_plan
 from fusecli.runtime.context import ExecutionContext
 from fusecli.runtime.devices import execution_device
 from fusecli.runtime.executor import run_segment
@@ -54,7 +54,9 @@ class SegmentRunner:
         seed: int = 0,
         device: Any = None,
         strict: bool = False,
+        bindings: Bindings | None = None,
     ) -> None:
+        """``bindings``: the inputs already bound (a cached plan's), else they are bound here."""
         if segmented.failure is not None:
             failure = segmented.failure
             ops = ", ".join(e.op.value for e in failure.candidate.exprs)
@@ -66,7 +68,7 @@ class SegmentRunner:
         self.executor = executor_named(executor)
         self.aten = fallback_executor()
         self.strict = strict
-        self.bindings = bind_inputs(self.fusion, inputs)
+        self.bindings = bindings if bindings is not None else bind_inputs(self.fusion, inputs)
         self.ctx = ExecutionContext.for_fusion(
             self.fusion, device=execution_device(self.bindings, device), seed=seed,
             extents=self.bindings.extents,
@@ -105,13 +107,15 @@ def execute_segmented(
     seed: int = 0,
     device: Any = None,
     strict: bool = False,
+    bindings: Bindings | None = None,
 ) -> SegmentedRun:
     """Run a ``SegmentedFusion`` (fusecli.segment) on ``inputs``, every segment in order.
 
     ``strict``: a segment the kernel executor cannot run is an error (exit 3), not ATen.
     """
     runner = SegmentRunner(
-        segmented, inputs, executor=executor, seed=seed, device=device, strict=strict
+        segmented, inputs, executor=executor, seed=seed, device=device, strict=strict,
+        bindings=bindings,
     )
     runs = [runner.run(segment) for segment in segmented.segments]
     return SegmentedRun(runner.outputs(), runs)
@@ -180,7 +184,10 @@ def run_fusion(
 ) -> tuple[SegmentedFusion, SegmentedRun]:
     """Segment ``fusion`` for ``inputs`` (once per input signature: ``fusecli.runtime.cache``)
     and run it: what ``fd.execute`` and ``fusecli run`` do."""
-    segmented = cached_segmentation(fusion, inputs, rules)
+    plan = cached_plan(fusion, inputs, rules)
+    segmented = plan.segmented
+    bindings = plan.bind(inputs) if segmented.failure is None else None
     return segmented, execute_segmented(
-        segmented, inputs, executor=executor, seed=seed, device=device, strict=strict
+        segmented, inputs, executor=executor, seed=seed, device=device, strict=strict,
+        bindings=bindings,
     )
