@@ -29,7 +29,7 @@ def test_run_seed_matches_eager_torch():
     (fusion,) = document["fusions"]
     assert fusion["status"] == "pass" and fusion["error"] is None
     assert [s["scheduler"] for s in fusion["segments"]] == [
-        "expr_eval", "pointwise", "expr_eval", "expr_eval"
+        "expr_eval", "pointwise", "expr_eval", "expr_eval", "expr_eval"
     ]
     assert all(s["executor"] == "aten" for s in fusion["segments"])
     assert fusion["segments"][2]["exprs"] == ["matmul"]

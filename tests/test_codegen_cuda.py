@@ -66,10 +66,11 @@ def context_for(fusion, inputs) -> ExecutionContext:
 
 def check_segments(executor: CupyExecutor, fusion, inputs) -> int:
     """Each segment's kernel on the reference's values of its inputs, against the reference."""
-    reference = reference_values(fusion, inputs)
+    segmented = segment_fusion(fusion, inputs)
+    reference = reference_values(segmented.fusion, inputs)  # the segmenter's copies included
     ctx = context_for(fusion, inputs)
     launched = 0
-    for segment in segment_fusion(fusion, inputs).segments:
+    for segment in segmented.segments:
         result = executor.execute_segment(segment, dict(reference), ctx)
         if isinstance(result, FallbackReason):
             assert any(text in result.reason for text in EXPECTED_FALLBACKS), result.reason
@@ -94,7 +95,8 @@ def test_corpus_kernels_match_the_reference(executor: CupyExecutor, path: Path) 
 def test_corpus_runs_segment_after_segment(executor: CupyExecutor, path: Path) -> None:
     """Kernel outputs (torch-allocated, dense) feed later segments, ATen fallbacks included."""
     for loaded in load_path(path, device="cuda"):
-        fusion, inputs = loaded.fusion, [on_device(x) for x in loaded.inputs]
+        inputs = [on_device(x) for x in loaded.inputs]
+        fusion = segment_fusion(loaded.fusion, inputs).fusion  # with the segmenter's copies
         reference = reference_values(fusion, inputs)
         env = {v.uid: x for v, x in zip(fusion.inputs, inputs)}
         env.update({uid: v for uid, v in reference.items() if not isinstance(v, torch.Tensor)})

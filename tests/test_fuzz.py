@@ -19,7 +19,7 @@ import torch
 from fusecli.app.pipeline import RunOptions, run_loaded
 from fusecli.bisect.random_fusion import FAMILIES, fuzz_fusion
 from fusecli.frontend import DataType, FusionDefinition
-from fusecli.ir.optype import OpKind
+from fusecli.ir.optype import OpKind, OpType
 from fusecli.reference import run_reference
 from fusecli.runtime.segmented import execute_segmented
 from fusecli.segment.segmenter import segment_fusion
@@ -28,11 +28,23 @@ CI_SEEDS = range(400)
 CHUNK = 50
 
 
-def check_segmentation(fusion, segmented) -> None:
+def check_segmentation(given, segmented) -> None:
     """Every live tensor expr in exactly one segment (a forwarded input chain may repeat in
     each consumer that takes it), and segments in an order where each reads only values
-    that fusion inputs or earlier segments provide: the segment graph is acyclic."""
+    that fusion inputs or earlier segments provide: the segment graph is acyclic.
+
+    The exprs are those of the fusion segmented: ``given`` after the pre-segmentation passes,
+    which only insert segment_sets (a user of a copy keeps its op and outputs)."""
     assert segmented.ok, segmented.failure
+    fusion = segmented.fusion
+    added = _live_tensor_exprs(fusion) - _live_tensor_exprs(given)
+    given_outputs = {o.uid for e in given.exprs for o in e.outputs}
+    for expr in fusion.exprs:
+        if expr.uid in added and any(o.uid in given_outputs for o in expr.outputs):
+            original = next(e for e in given.exprs if e.outputs == expr.outputs)
+            assert original.op is expr.op, "a rewrite changed an op"
+        elif expr.uid in added:
+            assert expr.op is OpType.segment_set, "a rewrite added an op other than a copy"
     placed = collections.Counter(e.uid for s in segmented.segments for e in s.exprs)
     live = _live_tensor_exprs(fusion)
     assert set(placed) == live, "a live expr is in no segment, or a dead one in some"

@@ -8,6 +8,7 @@ and review the diff: every changed line is a changed decision or reason.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from fusecli.report.segmentation_view import nvfuser_log
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fusions" / "matmul_reshape_permute.py"
+# What nvFuser 0.2.36 itself printed for the seed (tests/golden/nvfuser/README.md)
+REAL_LOG = ROOT / "tests" / "golden" / "nvfuser" / "matmul_reshape_permute.log"
+HINTS = "***Runtime***: Has segment hints, skip un-segmented scheduling."
 
 
 @pytest.mark.parametrize("rules", ["nvfuser", "nvfuser-2024"])
@@ -33,3 +37,36 @@ def test_golden_2024_log_ends_in_nvfusers_error():
     assert "   = mma(" in mma_block
     assert "Scheduler _matmul_ ***rejected*** because : MmaOp input has unsupported dependency" \
         in mma_block
+
+
+def _normalized(text: str) -> str:
+    """Without names, domains and memory types: nvFuser numbers tensors differently and marks a
+    tensor global for good once it has been a segment's input or output."""
+    text = re.sub(r"T\d+_[lg]_", "T_", text)
+    return re.sub(r"\[[^\]]*\]", "[...]", text)
+
+
+def _rewritten_fusion(log: str) -> str:
+    start = log.index("Segment the fusion (Original Fusion Un-modified):")
+    return log[start:log.index("} // %kernel_math", start)]
+
+
+def _considered(log: str) -> dict[str, str | None]:
+    """Each candidate the segmenter considered, and the scheduler that took it (or None)."""
+    found: dict[str, str | None] = {}
+    body = log.split("Segmented_Fusion Dump", 1)[0]
+    for block in body.split("**Segmenter** Considering fusion:\n")[1:]:
+        exprs, _, verdicts = block.partition("\n\n")
+        accepted = re.search(r"\*\*\*Accepted\*\*\* as: (\w+)", verdicts)
+        found[_normalized(exprs)] = accepted.group(1) if accepted else None
+    return found
+
+
+def test_seed_log_has_nvfusers_hint_segmenter_set_and_candidates():
+    (outcome,) = explain_path(SEED, ExplainOptions(rules="nvfuser", device="cpu"))
+    ours, real = nvfuser_log(outcome.segmented), REAL_LOG.read_text(encoding="utf-8")
+    assert ours.splitlines()[0] == real.splitlines()[0] == HINTS
+    rewritten = _rewritten_fusion(ours)
+    assert "= SegmenterSet( T5_l___bfloat" in rewritten  # right after the matmul's output
+    assert _normalized(rewritten) == _normalized(_rewritten_fusion(real))
+    assert _considered(ours) == _considered(real)

@@ -43,7 +43,9 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor):
         inv = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-6)))
         weight = fd.ops.broadcast_in_dim(wf, shape=shape, broadcast_dims=[last])
         out = fd.ops.mul(fd.ops.mul(xf, inv), weight)
-        fd.add_output(fd.ops.cast(out, dt.from_torch(x.dtype)))
+        if x.dtype != torch.float32:  # a cast to float itself is a set: a segment of its own
+            out = fd.ops.cast(out, dt.from_torch(x.dtype))
+        fd.add_output(out)
     return fd.fusion
 
 

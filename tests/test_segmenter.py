@@ -40,15 +40,20 @@ def _schedulers(result) -> list[str]:
 def test_seed_segments_under_todays_rules():
     result = _segment("matmul_reshape_permute.py")
     assert result.ok
-    assert _schedulers(result) == ["expr_eval", "pointwise", "expr_eval", "expr_eval"]
-    matmul_segment = result.segments[2]
-    assert [e.op.value for e in matmul_segment.exprs] == ["matmul"]
-    # the whole fusion was tried first and rejected for the matmul
-    whole = result.log[0]
-    assert whole.phase == "whole" and whole.accepted is None
-    reasons = {v.scheduler: v.reason for v in whole.verdicts}
+    assert _schedulers(result) == ["expr_eval", "pointwise", "expr_eval", "expr_eval",
+                                   "expr_eval"]
+    assert [[e.op.value for e in s.exprs] for s in result.segments[2:]] == [
+        ["matmul"], ["segment_set"], ["reshape", "permute"]
+    ]
+    # MarkAliasesPrepare's segment_set is a hint: the whole fusion is not tried
+    assert all(entry.phase != "whole" for entry in result.log)
+    with_matmul = next(e for e in result.log if "matmul" in e.candidate.describe())
+    reasons = {v.scheduler: v.reason for v in with_matmul.verdicts}
     assert reasons["pointwise"] == "Matmul ops are not supported."
     assert reasons["expr_eval"] == "Fusion must contain only a single expression."
+    # no segment spans the segment_set: candidates that would are never asked
+    spanning = [e for e in result.log if e.skipped]
+    assert spanning and all(not e.verdicts for e in spanning)
 
 
 def test_seed_fails_under_2024_rules_like_issue_2127():
@@ -89,8 +94,12 @@ def test_seed_with_fuse_matmul_rejects_the_reshape_prologue():
     result = _segment(
         "matmul_reshape_permute.py", switches=Switches(fuse_matmul=True)
     )
-    whole = {v.scheduler: v.reason for v in result.log[0].verdicts}
-    assert "must have only trivial prologue ops" in whole["matmul"]
+    reshape_prologue = next(
+        e for e in result.log if e.candidate.describe() == "permute, reshape, matmul"
+    )
+    reasons = {v.scheduler: v.reason for v in reshape_prologue.verdicts}
+    assert "must have only trivial prologue ops" in reasons["matmul"]
+    assert reasons["matmul"].endswith("but found reshape")
 
 
 def test_disabled_scheduler_is_never_asked():

@@ -85,8 +85,10 @@ class Generated:
     """A fusion executed segment by segment on the CuPy executor (ATen where it has no kernel)."""
 
     def __init__(self, fusion, inputs, executor: CupyExecutor) -> None:
+        segmented = segment_fusion(fusion, inputs)
+        fusion = segmented.fusion  # as segmented: with the segmenter's segment_sets
         self.fusion, self.executor = fusion, executor
-        self.segments = segment_fusion(fusion, inputs).segments
+        self.segments = segmented.segments
         reference = run_reference(fusion, _clone(inputs), keep_intermediates=True).values
         self.env = {v.uid: x for v, x in zip(fusion.inputs, inputs)}
         self.env.update({u: v for u, v in reference.items() if not isinstance(v, torch.Tensor)})

@@ -25,6 +25,8 @@ from fusecli.bisect.repro import executor_name, write_repro
 from fusecli.bisect.results import SchedulerVerdict, SegmentFinding, Step, Tracker
 from fusecli.bisect.selection import BuildError, Selection, Slicer
 from fusecli.codegen import Kernel, generate
+from fusecli.ir.nodes import Fusion
+from fusecli.ir.optype import OpType
 from fusecli.ir.printer import print_fusion
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.result import Segment, SegmentedFusion
@@ -77,10 +79,30 @@ def _label(k: int, executor: str) -> str:
     return f"{head}, the rest on the reference"
 
 
-def segment_selection(segment: Segment) -> Selection:
+def segment_selection(segment: Segment, given: Fusion) -> Selection | None:
+    """``segment`` as a selection of the exprs of ``given``, the fusion before the segmenter's
+    rewrites; None when it has no counterpart there.
+
+    MarkAliasesPrepare inserts segment_sets and has their users read the copy: such a user is
+    the expr of ``given`` with the same op and outputs, a copy stands for what it copies, and a
+    segment of nothing but copies has no counterpart (nor has the 2024 matmul lowering).
+    """
+    producer = {out.uid: expr for expr in given.exprs for out in expr.outputs}
+    copied: dict[int, int] = {}  # uid of an inserted copy -> uid of the value copied
+    exprs: set[int] = set()
+    for expr in segment.exprs:
+        original = producer.get(expr.outputs[0].uid)
+        if original is not None and original.op is expr.op:
+            exprs.add(original.uid)
+        elif expr.op is OpType.segment_set and original is None:
+            copied[expr.output.uid] = expr.inputs[0].uid
+        else:
+            return None
+    if not exprs:
+        return None
     return Selection(
-        exprs=frozenset(e.uid for e in segment.exprs),
-        outputs=tuple(v.uid for v in segment.outputs),
+        exprs=frozenset(exprs),
+        outputs=tuple(dict.fromkeys(copied.get(v.uid, v.uid) for v in segment.outputs)),
     )
 
 
@@ -153,10 +175,11 @@ def find_segment(
         command = oracle.command(replace(replay, segments=k))
         replays[f"segments: {name} (first {k} on the executor)"] = shell_line(command)
     selection = None
-    if slicer is not None and segmented.fusion is loaded.fusion:
+    alone = segment_selection(segment, loaded.fusion) if slicer is not None else None
+    if alone is not None:
         tracker.update("segments", f"checking segment {index} alone")
         try:
-            piece = slicer.build(segment_selection(segment), name=f"{loaded.name}_segment{index}")
+            piece = slicer.build(alone, name=f"{loaded.name}_segment{index}")
         except BuildError as error:
             finding.kernel_note += f"; no standalone repro: {error}"
         else:

@@ -1,5 +1,9 @@
 """Profile-specific rewrites of a fusion before segmentation; each returns a new Fusion.
 
+``pre_segmentation`` runs those a profile has, in nvFuser's order: the 2024 matmul lowering
+(part of the definition then), then MarkAliasesPrepare (``mark_aliases.py``), one of nvFuser's
+pre-segmentation passes (csrc/preseg_passes/pre_segmenter.cpp).
+
 ``nvfuser-2024``: before PR #2175 (May 2024), ``fd.ops.matmul`` built no MatmulOp. It
 broadcast A [.., M, K] to [.., M, K, 1] and B [.., K, N] to [.., 1, K, N], multiplied and summed
 over K in one MmaOp with a Float output [.., M, rK, N], and cast that back to the operands'
@@ -11,7 +15,17 @@ from __future__ import annotations
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Fusion, IterDomain, TensorView
 from fusecli.ir.optype import OpType
+from fusecli.segment.candidate import RuntimeInfo
+from fusecli.segment.mark_aliases import mark_aliases_prepare
 from fusecli.segment.rules import RuleProfile
+
+
+def pre_segmentation(fusion: Fusion, profile: RuleProfile, runtime: RuntimeInfo) -> Fusion:
+    """``fusion`` as the profile's segmenter sees it (``runtime``: the inputs' sizes)."""
+    lowered = lower_for_profile(fusion, profile)
+    if profile.mark_aliases_prepare:
+        return mark_aliases_prepare(lowered, runtime)
+    return lowered
 
 
 def lower_for_profile(fusion: Fusion, profile: RuleProfile) -> Fusion:

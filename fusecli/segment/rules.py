@@ -3,13 +3,18 @@
 A rule profile fixes the order schedulers are tried in and which acceptance rules apply:
 ``nvfuser`` (today's order, the default) and ``nvfuser-2024`` (before the ExprEval scheduler:
 matmul lowered to broadcast + mma + cast, and the matmul scheduler rejecting an MmaOp whose
-operands do not come from a broadcast of a segment input or a LoadStoreOp).
+operands do not come from a broadcast of a segment input or a LoadStoreOp). Only ``nvfuser``
+runs MarkAliasesPrepare's segment_set insertion (mark_aliases.py): it took its present form in
+July 2024 (nvFuser #2529, #2639), after the 2024 profile's May 2024. From December 2023 (#1503)
+the pass only put a segment_set before a fusion output that another output aliases; that
+narrower rule is not modelled (no corpus fusion has such a pair of outputs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fusecli.segment.aliases import AliasAnalysis
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.schedulers import REGISTRY
 from fusecli.segment.verdict import Verdict
@@ -28,6 +33,7 @@ class RuleProfile:
     matmul_as_mma: bool  # fd.ops.matmul lowered to broadcast + mma + cast (2024)
     common_matmul_check: bool  # checkCanSchedule rejects matmul ops outside matmul/expr_eval
     description: str
+    mark_aliases_prepare: bool = False  # segment_set hints before outputs' meta ops (July 2024)
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -43,6 +49,7 @@ PROFILES: dict[str, RuleProfile] = {
         matmul_as_mma=False,
         common_matmul_check=True,
         description="nvFuser today: MatmulOp/LinearOp run through ATen (expr_eval)",
+        mark_aliases_prepare=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",
@@ -85,6 +92,7 @@ class ScheduleContext:
     profile: RuleProfile
     switches: Switches = field(default_factory=Switches)
     device: Device = field(default_factory=Device)
+    aliases: AliasAnalysis | None = None  # of the fusion segmented; None: computed when asked
 
     @property
     def order(self) -> tuple[str, ...]:

@@ -1,6 +1,8 @@
 """nvFuser's segmentation algorithm (csrc/fusion_segmenter.cpp), with its decisions logged.
 
-0. Exprs no fusion output depends on are dropped (dead code).
+0. The profile's pre-segmentation rewrites run (``lowering.py``: under ``nvfuser``,
+   MarkAliasesPrepare's segment_set hints before outputs' meta ops); exprs no fusion output
+   depends on are dropped (dead code).
 1. Without ``segment_set`` hints, try the whole fusion as one segment.
 2. Otherwise: one group per tensor expr; chains of unary ops reading a fusion input are
    forwarded (kept out of the groups and joined to their consumers at the end); groups that
@@ -21,11 +23,12 @@ from collections.abc import Sequence
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
 from fusecli.ir.optype import OpKind, OpType
+from fusecli.segment.aliases import find_aliases
 from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
 from fusecli.segment.diagnosis import advise
 from fusecli.segment.groups import Group, GroupGraph
 from fusecli.segment.heuristics import HeuristicParams
-from fusecli.segment.lowering import lower_for_profile
+from fusecli.segment.lowering import pre_segmentation
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
 from fusecli.segment.schedulers import check, propose
@@ -43,11 +46,11 @@ class Segmenter:
         keep_log: bool = False,
     ) -> None:
         self.profile = PROFILES[profile]
-        self.fusion = lower_for_profile(fusion, self.profile)
+        runtime = RuntimeInfo(fusion, inputs)  # the rewrites keep the inputs and their sizes
+        self.fusion = pre_segmentation(fusion, self.profile, runtime)
         self.graph = FusionGraph(self.fusion)
-        self.ctx = ScheduleContext(
-            RuntimeInfo(self.fusion, inputs), self.profile, switches or Switches()
-        )
+        self.ctx = ScheduleContext(runtime, self.profile, switches or Switches(),
+                                   aliases=find_aliases(self.fusion, runtime))
         self.log: list[LogEntry] | None = [] if keep_log else None
         self.groups = GroupGraph(self.graph)
         self.forwarded: list[list[Expr]] = []

@@ -1,9 +1,10 @@
 """expr_eval: the ATen fallback (csrc/scheduler/expr_eval_sched.cpp).
 
 Rules, in nvFuser's order (common checks do not apply):
-1. Accept when every output is pointer arithmetic on a segment input: the segment only
-   permutes, broadcasts, expands, squeezes, slices or reshapes (a reshape only of a tensor
-   still in row-major order) a segment input, so ATen can return a view.
+1. Accept when every output is pointer arithmetic on a segment input: an alias of it in
+   nvFuser's alias analysis (``fusecli.segment.aliases``: permutes, sets, broadcasts,
+   expands, squeezes, slices, and reshapes that merge only dimensions adjacent in memory),
+   so ATen can return a view.
 2. Otherwise the segment must be a single expression: "Fusion must contain only a single
    expression."
 3. Accept a single op nvFuser evaluates with ATen: gather, scatter, sdpfa_fwd, embedding_fwd,
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fusecli.ir.optype import OpType
+from fusecli.segment.aliases import find_aliases
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.schedulers.common import ATEN_ONLY_OPS
 from fusecli.segment.verdict import Scheduler, Verdict
@@ -27,14 +29,8 @@ if TYPE_CHECKING:
 
 NAME = "expr_eval"
 
-_VIEW_OPS = frozenset(
-    {OpType.permute, OpType.broadcast, OpType.expand, OpType.squeeze, OpType.slice,
-     OpType.reshape, OpType.set, OpType.segment_set}
-)
-
-
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-    if is_pointer_arithmetic(candidate):
+    if is_pointer_arithmetic(candidate, ctx):
         return Verdict.accept(NAME)
     if len(candidate.exprs) != 1:
         return Verdict.reject(NAME, "Fusion must contain only a single expression.")
@@ -54,42 +50,26 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     )
 
 
-def is_pointer_arithmetic(candidate: Candidate) -> bool:
-    """Every expr is a view op, and every reshape reads a tensor still in row-major order.
+def is_pointer_arithmetic(candidate: Candidate, ctx: ScheduleContext) -> bool:
+    """allOutputsArePointerArithmetics: each output is an alias (aliases.py) of a segment
+    input through the segment's own exprs, and no output is an in-place update.
 
-    Segment inputs are row-major (fusion inputs declared so, or intermediates fusecli
-    allocates contiguously); a permute that moves a non-broadcast dimension breaks it.
+    MarkAliasesPrepare gives every alias its alias-enabling allocation, so the analysis of the
+    whole fusion holds inside the segment too: what a segment input aliases is its layout.
     """
-    row_major: dict[int, bool] = {}
-    for value in candidate.inputs:
-        row_major[value.uid] = _declared_row_major(value)
-    for expr in candidate.exprs:
-        if expr.op not in _VIEW_OPS:
+    aliases = ctx.aliases or find_aliases(candidate.graph.fusion, ctx.runtime)
+    in_place = {o.value.uid for o in candidate.graph.fusion.outputs if o.alias_input is not None}
+    for out in candidate.outputs:
+        if out.uid in in_place:
             return False
-        source = expr.tensor_inputs()[0]
-        source_row_major = row_major.get(source.uid, False)
-        if expr.op is OpType.reshape and not source_row_major:
-            return False
-        keeps = source_row_major
-        if expr.op is OpType.permute:
-            keeps = source_row_major and _permute_keeps_order(source, expr.attr("dims"))
-        elif expr.op is OpType.slice:
-            keeps = False
-        for out in expr.tensor_outputs():
-            row_major[out.uid] = keeps
+        value = out
+        while not candidate.is_input(value):
+            source = aliases.source.get(value.uid)
+            definition = candidate.definition(value)
+            if source is None or definition is None or not candidate.contains(definition):
+                return False
+            value = source
     return bool(candidate.exprs)
-
-
-def _declared_row_major(value) -> bool:
-    order = value.stride_order
-    if order and list(order) != list(reversed(range(len(order)))):
-        return False
-    return all(c is not False for c in value.contiguity)
-
-
-def _permute_keeps_order(source, dims) -> bool:
-    moved = [d for d in dims if not source.logical[d].is_broadcast]
-    return moved == sorted(moved)
 
 
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
