@@ -349,3 +349,15 @@ def _expr_operands(expr: Expr) -> list[Val]:
 
 def numel(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
+
+
+def flatten_inputs(inputs: Sequence[Any]) -> list[Any]:
+    """The values of a fusion's inputs as a call gives them, nested lists and tuples
+    (``torch.Size`` included, a ``define_vector(n)`` input's values) flattened in order."""
+    flat: list[Any] = []
+    for value in inputs:
+        if isinstance(value, list | tuple):
+            flat.extend(flatten_inputs(value))
+        else:
+            flat.append(value)
+    return flat

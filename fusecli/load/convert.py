@@ -1,4 +1,5 @@
-"""``fusecli convert``: a Python repro to YAML and back, losslessly (``docs/yaml-format.md``).
+"""``fusecli convert``: a Python repro to YAML and back, losslessly (``docs/yaml-format.md``),
+and to a repro today's nvFuser runs (``--to direct``: ``import nvfuser_direct``).
 
 Lossless means: the definition's records print identically, every input keeps its dtype, shape,
 strides and kind exactly, and input values stored in the file come back bit for bit. A Python
@@ -10,6 +11,7 @@ expression that reproduces exactly what the YAML file loads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,9 +20,11 @@ from fusecli.frontend.repro import definition_text, repro_script
 from fusecli.ir.nodes import TensorView
 from fusecli.load.inputs import InputSpec, TensorSpec, input_source, spec_for_value
 from fusecli.load.model import LoadedFusion
+from fusecli.runtime.bind import flatten_inputs
 
 DEFINITION_FUNCTION = "nvfuser_fusion"  # the function name written in YAML definitions
-FORMATS = {"yaml": (".yaml", ".yml"), "python": (".py",)}
+FORMATS = {"yaml": (".yaml", ".yml"), "python": (".py",), "direct": (".py",)}
+_VECTOR = re.compile(r"^(\s+)(V\d+) = fd\.define_vector\((.*)\)$")
 
 
 def input_specs(loaded: LoadedFusion) -> tuple[InputSpec, ...]:
@@ -29,7 +33,7 @@ def input_specs(loaded: LoadedFusion) -> tuple[InputSpec, ...]:
         return loaded.input_specs
     fusion_inputs = loaded.fusion.inputs
     specs = []
-    for index, value in enumerate(loaded.inputs):
+    for index, value in enumerate(flatten_inputs(loaded.inputs)):  # a vector's values too
         declared = fusion_inputs[index] if index < len(fusion_inputs) else None
         on_cpu = isinstance(declared, TensorView) and declared.is_cpu
         specs.append(spec_for_value(value, index, on_cpu, loaded.where))
@@ -63,6 +67,38 @@ def to_python(loaded: LoadedFusion, *, imports: bool = True) -> str:
     return script + "\n".join(lines) + "\n"
 
 
+def to_direct(loaded: LoadedFusion, *, imports: bool = True) -> str:
+    """``to_python``'s repro in the spelling of nvFuser's direct frontend (``nvfuser_direct``),
+    which today's nvFuser runs.
+
+    fusecli prints every call in its canonical keyword form (``shape=``, ``dims=``,
+    ``keepdim=``, ``contiguity=``), which the direct frontend takes. It has no ``define_vector``:
+    a vector of scalars becomes the plain list of them; a vector of ``n`` values bound at
+    execute becomes ``n`` scalar inputs (``fd.execute`` takes them flattened, as the
+    converted inputs are).
+    """
+    script = to_python(loaded, imports=imports)
+    script = script.replace(
+        "from nvfuser import FusionDefinition, DataType",
+        "from nvfuser_direct import FusionDefinition, DataType",
+    )
+    lines = []
+    for line in script.split("\n"):
+        match = _VECTOR.match(line)
+        if match is None:
+            lines.append(line)
+            continue
+        indent, name, args = match.groups()
+        elements = args.removesuffix(", dtype=DataType.Int")
+        if elements.startswith("["):
+            lines.append(f"{indent}{name} = {elements}")
+            continue
+        scalars = [f"{name}_{index}" for index in range(int(elements))]
+        lines += [f"{indent}{s} = fd.define_scalar(dtype=DataType.Int)" for s in scalars]
+        lines.append(f"{indent}{name} = [{', '.join(scalars)}]")
+    return "\n".join(lines)
+
+
 def format_of(path: Path) -> str | None:
     suffix = path.suffix.lower()
     return next((name for name, suffixes in FORMATS.items() if suffix in suffixes), None)
@@ -72,7 +108,8 @@ def convert(loaded: Sequence[LoadedFusion], to: str) -> str:
     """All fusions of one file as one text: YAML documents, or one script."""
     if to == "yaml":
         return "---\n".join(to_yaml(fusion) for fusion in loaded)
-    return "\n".join(to_python(fusion, imports=index == 0) for index, fusion in enumerate(loaded))
+    write = to_direct if to == "direct" else to_python
+    return "\n".join(write(fusion, imports=index == 0) for index, fusion in enumerate(loaded))
 
 
 def convert_file(
@@ -80,8 +117,9 @@ def convert_file(
 ) -> str:
     """Convert the repro at ``src``; return the text, and write it to ``dst`` when given.
 
-    ``to`` is ``yaml`` or ``python``; by default it follows ``dst``'s suffix, else it is the
-    other format than ``src``'s. An existing ``dst`` is only replaced with ``force``.
+    ``to`` is ``yaml``, ``python`` or ``direct`` (a Python repro for ``nvfuser_direct``); by
+    default it follows ``dst``'s suffix, else it is the other format than ``src``'s. An existing
+    ``dst`` is only replaced with ``force``.
     """
     from fusecli.load import load_path
 
@@ -104,7 +142,7 @@ def _target_format(source_format: str, dst: Path | None, to: str | None) -> str:
     dst_format = format_of(dst) if dst is not None else None
     if dst is not None and dst_format is None and to is None:
         raise InputError("cannot tell the format from the suffix; name it with --to", str(dst))
-    if to is not None and dst_format is not None and to != dst_format:
+    if to is not None and dst is not None and dst.suffix.lower() not in FORMATS[to]:
         raise InputError(f"the suffix says {dst_format}, but {to} was asked for", str(dst))
     if to is not None:
         return to

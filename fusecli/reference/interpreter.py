@@ -24,7 +24,7 @@ import torch
 
 from fusecli.errors import FusecliError
 from fusecli.ir import dtype as dt
-from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Val, Vector
+from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Val, Vector, flatten_inputs
 from fusecli.ir.optype import OpKind
 from fusecli.reference import bounds as error_bounds
 from fusecli.reference import promotion
@@ -206,6 +206,7 @@ def _pick_device(inputs: Sequence[object], device: torch.device | str | None) ->
 def _bind_inputs(
     fusion: Fusion, inputs: Sequence[object], float64: bool, device: torch.device
 ) -> dict[int, object]:
+    inputs = flatten_inputs(inputs)  # a define_vector(n) input is given as a list of n values
     if len(inputs) != len(fusion.inputs):
         raise ReferenceInputError(
             f"reference: the fusion has {len(fusion.inputs)} inputs, got {len(inputs)}"

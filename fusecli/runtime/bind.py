@@ -15,7 +15,15 @@ from typing import Any
 from fusecli.errors import InputError
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
-from fusecli.ir.nodes import Fusion, IterDomain, Scalar, SymbolicExtent, TensorView, Val
+from fusecli.ir.nodes import (  # flatten_inputs: re-exported, bind's first step
+    Fusion,
+    IterDomain,
+    Scalar,
+    SymbolicExtent,
+    TensorView,
+    Val,
+    flatten_inputs,
+)
 from fusecli.runtime.concretize import check_concrete_sizes
 
 
@@ -49,17 +57,6 @@ def bind_inputs(fusion: Fusion, inputs: Sequence[Any]) -> Bindings:
     bindings.device = _common_device(fusion, bindings)
     check_concrete_sizes(fusion, bindings.values, bindings.extents)
     return bindings
-
-
-def flatten_inputs(inputs: Sequence[Any]) -> list[Any]:
-    """Nested lists and tuples (``torch.Size`` included) flattened in order."""
-    flat: list[Any] = []
-    for value in inputs:
-        if isinstance(value, list | tuple):
-            flat.extend(flatten_inputs(value))
-        else:
-            flat.append(value)
-    return flat
 
 
 def describe_input(value: Val) -> str:
