@@ -62,11 +62,17 @@ class ExecutionContext:
             from fusecli.runtime.faults import injected_faults
 
             faults = injected_faults()
+        numbering = fusion.memo.get("numbering")  # the fusion's alone: computed once
+        if numbering is None:
+            numbering = fusion.memo["numbering"] = (
+                random_offsets(fusion),
+                {expr.uid: position for position, expr in enumerate(fusion.exprs)},
+            )
         return ExecutionContext(
             device=device,
             seed=int(seed),
-            random_offsets=random_offsets(fusion),
-            expr_positions={expr.uid: position for position, expr in enumerate(fusion.exprs)},
+            random_offsets=numbering[0],
+            expr_positions=numbering[1],
             faults=faults,
             extents=dict(extents or {}),
         )
