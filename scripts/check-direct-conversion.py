@@ -30,6 +30,7 @@ sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)  # before torch: the wheel's c
 import nvfuser_direct  # noqa: E402,F401
 
 from fusecli.compare import compare_tensors, tolerance_for  # noqa: E402
+from fusecli.engines.nvfuser import first_line  # noqa: E402
 from fusecli.ir.optype import OpKind  # noqa: E402
 from fusecli.load import discover, load_path  # noqa: E402
 from fusecli.load.convert import convert_file  # noqa: E402
@@ -43,11 +44,6 @@ def run_with_nvfuser(path: Path) -> tuple[list, list]:
     exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
     fd, inputs = namespace["fd"], namespace["inputs"]
     return inputs, fd.execute(inputs)
-
-
-def first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:120] if text else ''}"
 
 
 def check(path: Path, folder: Path) -> tuple[bool, str]:

@@ -18,11 +18,9 @@ frontend spells as a plain list. ``tests/golden/nvfuser/`` holds one such record
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)  # before torch: the wheel's c10 symbols
@@ -30,6 +28,7 @@ sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)  # before torch: the wheel's c
 import nvfuser_direct  # noqa: E402
 import torch  # noqa: E402
 
+from fusecli.engines.nvfuser import captured_stdout, first_line  # noqa: E402
 from fusecli.load import discover, load_path  # noqa: E402
 
 
@@ -45,21 +44,6 @@ class LegacySpellings:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._fd, name)
-
-
-@contextlib.contextmanager
-def captured_stdout():
-    """nvFuser's C++ writes to file descriptor 1: capture at that level."""
-    sink = tempfile.TemporaryFile(mode="w+b")
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(sink.fileno(), 1)
-    try:
-        yield sink
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def definition_of(fd: object) -> str:
@@ -85,8 +69,7 @@ def record(loaded: object, out_dir: Path) -> str:
         sink.seek(0)
         log = sink.read()
     except Exception as error:  # nvFuser's own failure is a result worth keeping
-        first = str(error).strip().splitlines()
-        outcome = f"{type(error).__name__}: {first[0][:300] if first else ''}"
+        outcome = first_line(error)
     footer = b"\n# definition given to nvfuser_direct:\n" + body.encode()
     (out_dir / f"{loaded.name}.log").write_bytes(log + footer)
     return outcome

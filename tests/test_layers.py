@@ -28,11 +28,12 @@ RANKS: dict[str, int] = {
     "compare": 4,
     "frontend": 5,
     "load": 6,
-    "app": 7,
-    "bisect": 8,
-    "report": 9,
-    "cli": 10,
-    "__main__": 11,
+    "engines": 7,  # real nvFuser: runs a loaded fusion, parses its log into segment's data
+    "app": 8,
+    "bisect": 9,
+    "report": 10,
+    "cli": 11,
+    "__main__": 12,
 }
 
 # The independent checks: besides themselves, only these.

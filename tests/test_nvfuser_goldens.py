@@ -9,12 +9,12 @@ fusion that starts to agree fails too, so the list stays true.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from fusecli.engines.nvfuser_log import parse_log
 from fusecli.load import load_path
 from fusecli.segment.segmenter import segment_fusion
 
@@ -35,64 +35,20 @@ NVFUSER_FAILED = {
     "broadcast_add_expanded": "nvFuser raises an internal assert binding the expanded input",
 }
 
-_GROUP = re.compile(r"^  ([a-z_]+)\{[\d, ]*\}$")
-
-
-def nvfuser_schedulers(log: str) -> Counter:
-    """The scheduler of each group in nvFuser's ``Segmented_Fusion`` dump."""
-    section = log.split("Segmented_Fusion Dump: -- fusion segments:", 1)[1]
-    groups = section.split("groups:", 1)[1].split("edges:", 1)[0]
-    return Counter(m.group(1) for line in groups.splitlines() if (m := _GROUP.match(line)))
-
-
-_EDGE = re.compile(r"^  e\{ [a-z_]+\{([\d, ]*)\} -> [a-z_]+\{([\d, ]*)\}\(")
-_EXPR_ID = re.compile(r"^\((\d+)\)$")
-_LISTED = re.compile(r"^  \S")  # a group's output listed before its exprs
-# nvFuser's printed op -> fd.ops name (reductions by their op =, binary ops by their operator)
-_CALLS = {"Set.Permute": "permute", "Set": "set", "SegmenterSet": "segment_set",
-          "reshape": "reshape", "matmul": "matmul", "broadcast": "broadcast", "expand": "expand"}
-_REDUCTIONS = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}
-_INFIX = {"-": "sub", "+": "add", "*": "mul", "/": "div", ">": "gt", "<": "lt"}
-
 Key = tuple[str, tuple[str, ...]]  # (scheduler, the segment's ops, sorted)
 
 
-def nvfuser_op(text: str) -> str:
-    """The fd.ops name of one expr as nvFuser prints it (``T5 = matmul(T2, T8)``)."""
-    definition = text.split("=", 1)[1].strip()
-    call = re.match(r"([\w.]+)\(", definition)
-    if call and call.group(1).startswith("__to_"):
-        return "cast"
-    if call and call.group(1) == "reduction":
-        return _REDUCTIONS[re.search(r"op = (\w+)", definition).group(1)]
-    if call:
-        return _CALLS[call.group(1)]
-    return _INFIX[definition.splitlines()[1].split()[0]]
+def nvfuser_schedulers(log: str) -> Counter:
+    """The scheduler of each final segment in nvFuser's ``Segmented_Fusion`` dump."""
+    return Counter(segment.scheduler for segment in parse_log(log).segments)
 
 
 def nvfuser_groups(log: str) -> tuple[Counter, Counter]:
     """The groups of nvFuser's ``group details`` (scheduler and tensor ops) and its edges."""
-    section = log.split("Segmented_Fusion Dump: -- fusion segments:", 1)[1]
-    details = section.split("group details:", 1)[1].split("} //Segmented_Fusion", 1)[0]
-    by_ids: dict[frozenset[str], Key] = {}
-    for block in details.split("g{(")[1:]:
-        scheduler, body = block.split(")", 1)
-        ops, ids, lines = [], set(), []
-        for line in body.split("outputs:", 1)[1].splitlines():
-            if match := _EXPR_ID.match(line):
-                ids.add(match.group(1))
-                if lines[0].startswith("T"):  # scalar exprs (i38 = i1 * i0;) are no segment op
-                    ops.append(nvfuser_op("\n".join(lines)))
-                lines = []
-            elif line.strip() and not _LISTED.match(line) and line != "}":
-                lines.append(line)
-        by_ids[frozenset(ids)] = (scheduler, tuple(sorted(ops)))
-    edges = Counter()
-    for line in section.split("edges:", 1)[1].split("group details:", 1)[0].splitlines():
-        if match := _EDGE.match(line):
-            source, target = (frozenset(g.replace(" ", "").split(",")) for g in match.groups())
-            edges[(by_ids[source], by_ids[target])] += 1
-    return Counter(by_ids.values()), edges
+    parsed = parse_log(log)
+    keys = {s.id: (s.scheduler, tuple(sorted(s.ops))) for s in parsed.segments}
+    edges = Counter((keys[source], keys[target]) for source, target, _ in parsed.edges)
+    return Counter(keys.values()), edges
 
 
 def _segmented(name: str):

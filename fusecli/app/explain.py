@@ -5,7 +5,9 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from fusecli.engines.nvfuser import Runner
 from fusecli.errors import InputError
 from fusecli.ir.nodes import Fusion
 from fusecli.load import LoadedFusion, load_path
@@ -23,6 +25,16 @@ class ExplainOptions:
     device: str = "auto"
     seed: int = 0
     debug: bool = False  # let an internal error propagate, with its traceback
+    engine: str = "fusecli"  # or "nvfuser": real nvFuser's own segmenter log
+    compare_engines: bool = False  # both, their segmentations compared
+
+    @property
+    def runs_fusecli(self) -> bool:
+        return self.engine == "fusecli" or self.compare_engines
+
+    @property
+    def runs_nvfuser(self) -> bool:
+        return self.engine == "nvfuser" or self.compare_engines
 
     def switches(self) -> Switches:
         return Switches(
@@ -43,10 +55,16 @@ class ExplainOutcome:
     notices: list[str] = field(default_factory=list)
     error: str | None = None
     detail: str | None = None
+    nvfuser: Any = None  # fusecli.app.engines.NvfuserOutcome, with --engine nvfuser
+    comparison: Any = None  # fusecli.engines.compare.EngineComparison, with --compare-engines
 
     @property
     def ok(self) -> bool:
-        return self.segmented is not None and self.segmented.ok
+        fusecli_ok = self.segmented is not None and self.segmented.ok
+        nvfuser_ok = self.nvfuser is not None and self.nvfuser.parsed.ok
+        if self.nvfuser is None:
+            return fusecli_ok
+        return nvfuser_ok and (fusecli_ok or self.comparison is None)  # --engine nvfuser: its own
 
 
 def validate_options(options: ExplainOptions) -> None:
@@ -60,23 +78,40 @@ def validate_options(options: ExplainOptions) -> None:
         )
 
 
-def explain_path(path: Path, options: ExplainOptions) -> list[ExplainOutcome]:
-    """Segment every fusion in ``path`` under ``options``, keeping the decision log."""
+def explain_path(
+    path: Path, options: ExplainOptions, runner: Runner | None = None
+) -> list[ExplainOutcome]:
+    """Segment every fusion in ``path`` under ``options``, keeping the decision log; with the
+    nvFuser engine, also run it through real nvFuser (``runner``: how; tests inject one)."""
 
     validate_options(options)
+    if options.runs_nvfuser:
+        from fusecli.app.engines import compare_with_fusecli, resolve_runner, run_nvfuser
+
+        runner = resolve_runner(runner)  # exit 4 here, before any work, without nvFuser
     outcomes = []
     for loaded in load_path(path, device=options.device, seed=options.seed, evaluate=False):
         outcome = ExplainOutcome(loaded, loaded.fusion, None, list(loaded.notices))
-        try:
-            outcome.segmented = segment_fusion(
-                loaded.fusion, loaded.inputs, profile=options.rules,
-                switches=options.switches(), keep_log=True,
-            )
-        except Exception as error:  # one fusion's crash is its record; the others go on
-            if options.debug:
-                raise
-            lines = str(error).strip().splitlines()
-            outcome.error = f"internal error: {type(error).__name__}: {lines[0] if lines else ''}"
-            outcome.detail = "".join(traceback.format_exception(error))
+        if options.runs_nvfuser:
+            outcome.nvfuser = run_nvfuser(loaded, runner)
+        if options.runs_fusecli:
+            _segment(outcome, options)
+        if options.compare_engines:
+            outcome.comparison = compare_with_fusecli(outcome.segmented, outcome.nvfuser)
         outcomes.append(outcome)
     return outcomes
+
+
+def _segment(outcome: ExplainOutcome, options: ExplainOptions) -> None:
+    loaded = outcome.loaded
+    try:
+        outcome.segmented = segment_fusion(
+            loaded.fusion, loaded.inputs, profile=options.rules,
+            switches=options.switches(), keep_log=True,
+        )
+    except Exception as error:  # one fusion's crash is its record; the others go on
+        if options.debug:
+            raise
+        lines = str(error).strip().splitlines()
+        outcome.error = f"internal error: {type(error).__name__}: {lines[0] if lines else ''}"
+        outcome.detail = "".join(traceback.format_exception(error))

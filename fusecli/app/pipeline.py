@@ -43,6 +43,9 @@ class RunOptions:
     timeout: float | None = None  # seconds one file (load and runs) may take; None: no limit
     all_calls: bool = False  # every fd.execute call of a script, not one per input signature
     debug: bool = False  # let errors propagate, with their tracebacks
+    engine: str = "fusecli"  # or "nvfuser": real nvFuser (fusecli.app.engines)
+    compare_engines: bool = False  # both engines, their segmentations compared
+    nvfuser_runner: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     @property
     def needs_float64(self) -> bool:
@@ -82,6 +85,7 @@ class FusionOutcome:
     notices: list[str] = field(default_factory=list)
     seconds: float = 0.0
     detail: str | None = None  # the traceback of an internal error
+    engines: dict[str, Any] | None = None  # --compare-engines: each engine's outcome, comparison
 
     @property
     def ok(self) -> bool:
@@ -91,6 +95,8 @@ class FusionOutcome:
     def check(self) -> str:
         """What was compared with what, honestly: ATen against the reference is torch twice."""
         kinds = {s.executor for s in self.segments}
+        if kinds == {"nvfuser"}:
+            return "real nvFuser vs reference"
         if kinds <= {"aten"}:
             return "ATen executor vs reference, both torch"
         return f"generated CUDA kernels{'' if kinds == {'cupy'} else ' and ATen'} vs reference"
@@ -245,6 +251,10 @@ def _error_outcome(path: str, name: str, error: FusecliError) -> FusionOutcome:
 
 def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
     """Execute one loaded fusion and compare each output with the reference."""
+    if options.engine != "fusecli" or options.compare_engines:
+        from fusecli.app.engines import run_engines
+
+        return run_engines(loaded, options)
     from fusecli.reference import run_reference
     from fusecli.runtime.segmented import run_fusion
 

@@ -147,6 +147,9 @@ def register() -> None:
 
 
 def main() -> None:
+    from fusecli.engines.nvfuser import prepare_dlopen
+
+    prepare_dlopen(sys.argv[1:])  # real nvFuser's wheel loads only so, and only before torch
     register()
     signal.signal(signal.SIGTERM, _terminated)  # a CI runner's stop: report what finished
     cli(prog_name="fusecli")

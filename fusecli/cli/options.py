@@ -82,3 +82,25 @@ def execution_options(command: Callable) -> Callable:
     for option in reversed(EXECUTION_OPTIONS):
         command = option(command)
     return command
+
+
+ENGINE_OPTIONS = (
+    click.option(
+        "--engine", type=click.Choice(["fusecli", "nvfuser"]), default="fusecli",
+        show_default=True,
+        help="Whose segmenter decides: fusecli's model, or real nvFuser (needs nvfuser_direct "
+        "importable: a GPU machine with nvFuser on PYTHONPATH; exit 4 otherwise).",
+    ),
+    click.option(
+        "--compare-engines", is_flag=True,
+        help="Run both fusecli and real nvFuser and show their segmentations side by side, "
+        "with the first segment where they differ (needs nvfuser_direct; exit 4 otherwise).",
+    ),
+)
+
+
+def engine_options(command: Callable) -> Callable:
+    """--engine and --compare-engines."""
+    for option in reversed(ENGINE_OPTIONS):
+        command = option(command)
+    return command

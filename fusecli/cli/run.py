@@ -13,7 +13,7 @@ from fusecli.cli.main import (
     stdout_closing_early,
     warn_fault_injection,
 )
-from fusecli.cli.options import check_writable, execution_options
+from fusecli.cli.options import check_writable, engine_options, execution_options
 
 
 @click.command()
@@ -37,9 +37,10 @@ from fusecli.cli.options import check_writable, execution_options
               help="Worker processes (one per GPU where there are GPUs).")
 @click.option("--shard", default=None, metavar="K/N",
               help="Run only the K-th of N slices of the sorted file list (CI matrices).")
+@engine_options
 @guarded
 def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no_tiebreak, verbose,
-        strict, junit, timeout, all_calls, jobs, shard) -> int:
+        strict, junit, timeout, all_calls, jobs, shard, engine, compare_engines) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
@@ -47,6 +48,11 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
       fusecli run fusions/matmul_reshape_permute.py
       fusecli run fusions/ --json > report.json
       fusecli run fusions/ --jobs 2 --shard 1/4 --junit results.xml
+      fusecli run fusions/ --compare-engines     (real nvFuser too, on a GPU machine)
+
+    --engine nvfuser runs the fusions through real nvFuser instead (its outputs judged the
+    same way); --compare-engines runs both, diffs both against eager torch and compares their
+    segmentations. Without nvfuser_direct importable, both exit 4.
     """
     from rich.console import Console
 
@@ -54,15 +60,19 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
     from fusecli.app.pipeline import RunOptions
     from fusecli.report.json_view import run_report_json
     from fusecli.report.junit import write_junit
-    from fusecli.report.run_view import render_clusters, render_run
+    from fusecli.report.run_view import render_clusters, render_engine_comparisons, render_run
 
     warn_fault_injection()
     options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
         float64_tiebreak=not no_tiebreak, tolerance=tolerance, strict=strict, timeout=timeout,
         all_calls=all_calls,
-        debug=debug_enabled(),
+        debug=debug_enabled(), engine=engine, compare_engines=compare_engines,
     )
+    if engine != "fusecli" or compare_engines:
+        from fusecli.app.engines import resolve_runner
+
+        resolve_runner(None)  # exit 4 now, not once per fusion, when nvFuser is not here
     selected = parse_shard(shard)
     errors = Console(stderr=True)
     with errors.status("running...") as status:
@@ -80,6 +90,7 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
             click.echo(run_report_json(report, clusters))
         else:
             render_run(report, Console(), errors, verbose=verbose)
+            render_engine_comparisons(report, Console())
             render_clusters(clusters, Console())
     if report.interrupted:
         errors.print(f"fusecli: {report.interrupted}: the report covers the "

@@ -8,13 +8,13 @@ from typing import Any
 from fusecli.app.pipeline import FusionOutcome, RunReport
 
 
-def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
+def fusion_record(outcome: FusionOutcome, with_engines: bool = True) -> dict[str, Any]:
     outputs = []
     for index, diff in enumerate(outcome.outputs):
         record = diff.to_json()
         record["index"] = index
         outputs.append(record)
-    return {
+    record = {
         "path": outcome.path,
         "name": outcome.name,
         "ok": outcome.ok,
@@ -36,6 +36,15 @@ def fusion_record(outcome: FusionOutcome) -> dict[str, Any]:
         "notices": list(outcome.notices),
         "seconds": round(outcome.seconds, 6),
     }
+    if with_engines and outcome.engines is not None:  # --compare-engines
+        from fusecli.report.engines_view import comparison_record
+
+        record["engines"] = {
+            engine: fusion_record(outcome.engines[engine], with_engines=False)
+            for engine in ("fusecli", "nvfuser")
+        }
+        record["engines"]["comparison"] = comparison_record(outcome.engines["comparison"])
+    return record
 
 
 def run_report_json(report: RunReport, clusters: list | None = None) -> str:

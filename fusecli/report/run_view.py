@@ -109,6 +109,19 @@ def render_run(
     console.print(summary)
 
 
+def render_engine_comparisons(report: RunReport, console: Console) -> None:
+    """--compare-engines: per fusion, nvFuser's outcome, then both segmentations and the
+    verdict (fusecli's outcome is the panel ``render_run`` printed)."""
+    from fusecli.report.engines_view import render_comparison
+
+    for outcome in report.fusions:
+        if outcome.engines is None:
+            continue
+        console.rule(f"{outcome.name}: real nvFuser")
+        console.print(fusion_panel(outcome.engines["nvfuser"]))
+        render_comparison(outcome.engines["comparison"], console)
+
+
 def render_clusters(clusters: list[Cluster], console: Console, shown: int = 5) -> None:
     """Failures grouped by signature: count, signature, the first few members."""
     if not clusters:

@@ -1,0 +1,1 @@
+"""Segmentation engines besides fusecli's own: real nvFuser, when it is importable."""
