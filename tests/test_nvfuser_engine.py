@@ -231,3 +231,28 @@ def test_an_undefined_symbol_says_how_to_load_the_wheel():
     error = ImportError("libnvfuser_codegen.so: undefined symbol: _ZN3c1013MessageLoggerC1E")
     message = unavailable_message(error)
     assert "RTLD_GLOBAL" in message and "sys.setdlopenflags" in message
+
+
+def test_a_random_fusion_under_nvfuser_is_judged_by_dtype_and_shape():
+    """nvFuser's Philox numbers are not the reference's: other values are no mismatch."""
+    import torch
+
+    from fusecli.app.engines import run_loaded_nvfuser
+    from fusecli.app.pipeline import RunOptions
+
+    def other_stream(loaded):
+        run = recorded_runner(loaded)
+        return NvfuserRun(run.log, [t + 1 if t.is_floating_point() else t for t in run.outputs])
+
+    (loaded,) = load_path(ROOT / "fusions" / "dropout_residual.py", device="cpu")
+    outcome = run_loaded_nvfuser(loaded, RunOptions(executor="aten", device="cpu"), other_stream)
+    assert outcome.status == "pass", outcome.error
+    assert any("random ops" in notice for notice in outcome.notices)
+    assert not all(d.ok for d in outcome.outputs)  # the values are still shown as they are
+
+    def wrong_shape(loaded):
+        run = recorded_runner(loaded)
+        return NvfuserRun(run.log, [torch.zeros(1) for _ in run.outputs])
+
+    outcome = run_loaded_nvfuser(loaded, RunOptions(executor="aten", device="cpu"), wrong_shape)
+    assert outcome.status == "mismatch"
