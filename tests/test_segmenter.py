@@ -242,3 +242,25 @@ def test_sizes_of_tensors_made_inside_a_segment():
     _check_invariants(result)
     (got,) = execute_segmented(result, inputs).outputs
     assert torch.equal(got, torch.full((4, 8), -0.5))
+
+
+@pytest.mark.parametrize(("make", "op"), [("neg", "cast"), ("reshape", "reshape")])
+def test_the_mma_dependency_advice_names_the_offending_producer(make: str, op: str) -> None:
+    """The diagnosis is built from the verdict's evidence: the expr an MmaOp operand really
+    comes through, not a fixed guess."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[16, 32], contiguity=[True, True], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[32, 8], contiguity=[True, True], dtype=DataType.BFloat16)
+        if make == "neg":  # neg computes in float: the operand is the cast back to bfloat16
+            a = fd.ops.cast(fd.ops.neg(a), DataType.BFloat16)
+        else:
+            a = fd.ops.reshape(fd.ops.permute(a, dims=[1, 0]), new_shape=[16, 32])
+        fd.add_output(fd.ops.matmul(a, b))
+    x = [torch.randn(16, 32, dtype=torch.bfloat16), torch.randn(32, 8, dtype=torch.bfloat16)]
+    segmented = segment_fusion(fd.fusion, x, profile="nvfuser-2024")
+    assert segmented.failure is not None
+    (matmul,) = [v for v in segmented.failure.verdicts if v.scheduler == "matmul"]
+    assert matmul.reason == "MmaOp input has unsupported dependency"
+    assert f" = {op}(" in matmul.evidence[0]
+    advice = " ".join(segmented.failure.advice)
+    assert f"= {op}(" in advice and ("a reshape here" not in advice)

@@ -14,14 +14,19 @@ from fusecli.segment.rules import Verdict
 
 def advise(candidate: Candidate, verdicts: Sequence[Verdict], profile: str) -> tuple[str, ...]:
     reasons = {v.scheduler: v.reason for v in verdicts}
+    evidence = {v.scheduler: v.evidence for v in verdicts}
     ops = {e.op for e in candidate.exprs}
     advice: list[str] = []
     if reasons.get("matmul") == "MmaOp input has unsupported dependency":
+        found = evidence.get("matmul") or ()
+        where = (
+            f" ({found[0]}, feeding the operand {found[1]})" if len(found) == 2 else ""
+        )
         advice.append(
             "The matmul scheduler needs each MmaOp operand to be a broadcast of a segment "
-            "input or of a set/permute output, but an operand comes through another op "
-            "(a reshape here). nvFuser fixed this with MatmulOp and the expr_eval (ATen) "
-            "scheduler (PRs #2175, #2209): rerun with --rules nvfuser to see it segment."
+            f"input or of a set/permute output, but an operand comes through another op{where}. "
+            "nvFuser fixed this with MatmulOp and the expr_eval (ATen) scheduler (PRs #2175, "
+            "#2209): rerun with --rules nvfuser to see it segment."
         )
     if "MatmulOp and LinearOp fusion is disabled" in reasons.get("matmul", "") and (
         "disabled by NVFUSER_DISABLE=matmul_expr_eval" in reasons.get("expr_eval", "")

@@ -26,14 +26,19 @@ class Verdict:
     reason: str = ""
     stage: str = ""  # where a rejection came from: "common", "compile time" or "run time"
     params: HeuristicParams | None = field(default=None, compare=False)
+    # what the reason is about, for advice: the offending exprs and values, as printed text
+    # (``T7 = reshape(T3)``); not part of what nvFuser prints
+    evidence: tuple[str, ...] = field(default=(), compare=False)
 
     @staticmethod
     def accept(scheduler: str) -> Verdict:
         return Verdict(scheduler, True)
 
     @staticmethod
-    def reject(scheduler: str, reason: str, stage: str = "compile time") -> Verdict:
-        return Verdict(scheduler, False, reason, stage)
+    def reject(
+        scheduler: str, reason: str, stage: str = "compile time", evidence: tuple[str, ...] = ()
+    ) -> Verdict:
+        return Verdict(scheduler, False, reason, stage, evidence=tuple(evidence))
 
 
 Check = Callable[[Candidate, "ScheduleContext"], Verdict]

@@ -91,21 +91,38 @@ def _can_schedule_2024(candidate: Candidate) -> Verdict:
             "or supports a mul-sum pair which can be replaced with a mma op",
         )
     for operand in mmas[0].tensor_inputs():
-        if not _valid_dependency(candidate, operand):
-            return Verdict.reject(NAME, "MmaOp input has unsupported dependency")
+        offending = _invalid_dependency(candidate, operand)
+        if offending is not None:
+            return Verdict.reject(
+                NAME, "MmaOp input has unsupported dependency",
+                evidence=(offending, candidate.graph.name(operand)),
+            )
     return Verdict.accept(NAME)
 
 
-def _valid_dependency(candidate: Candidate, operand: TensorView) -> bool:
-    """areMmaOpInputDependeciesValid: broadcast of a segment input or of a LoadStoreOp."""
+def _invalid_dependency(candidate: Candidate, operand: TensorView) -> str | None:
+    """areMmaOpInputDependeciesValid: an operand must be a broadcast of a segment input or of
+    a LoadStoreOp. What breaks the rule (the operand's producer when it is no broadcast, else
+    what the broadcast reads), as text, or None when the operand is valid."""
     producer = candidate.definition(operand)  # the complete fusion's, as in nvFuser
-    if producer is None or producer.op is not OpType.broadcast:
-        return False
+    if producer is None:
+        return f"{candidate.graph.name(operand)}, an input and no broadcast"
+    if producer.op is not OpType.broadcast:
+        return _expr_text(candidate, producer)
     source = producer.inputs[0]
     if candidate.is_input(source):
-        return True
+        return None
     source_producer = candidate.definition(source)
-    return source_producer is not None and source_producer.op in _LOAD_STORE
+    if source_producer is not None and source_producer.op in _LOAD_STORE:
+        return None
+    return _expr_text(candidate, source_producer or producer)
+
+
+def _expr_text(candidate: Candidate, expr: Expr) -> str:
+    """``T7 = reshape(T3)``: an expr by its op and the names fusecli prints."""
+    outputs = ", ".join(candidate.graph.name(v) for v in expr.outputs)
+    inputs = ", ".join(candidate.graph.name(v) for v in expr.tensor_inputs())
+    return f"{outputs} = {expr.op.value}({inputs})"
 
 
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
