@@ -25,6 +25,12 @@ NAME = "pointwise"
 
 
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    if common.has_mma(candidate):
+        # nvFuser's canScheduleCompileTime searches for a reference first; an MmaOp is a
+        # reduction op, refused after the search
+        if find_reference(candidate, ctx) is None:
+            return Verdict.reject(NAME, "cannot find reference tensor")
+        return Verdict.reject(NAME, "no support for reduction ops")
     reason = common.elementwise_reason(candidate, "cannot find reference tensor")
     if reason:
         return Verdict.reject(NAME, reason)
