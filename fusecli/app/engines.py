@@ -84,7 +84,7 @@ def run_engines(loaded: Any, options: Any) -> Any:
 
 def run_loaded_nvfuser(loaded: Any, options: Any, runner: Runner) -> Any:
     """Execute with real nvFuser and judge each output against eager torch."""
-    from fusecli.app.judge import all_identical, diff_outputs, float64_reference
+    from fusecli.app.judge import diff_outputs, float64_reference, identical_outputs
     from fusecli.app.pipeline import (
         EXIT_MISMATCH,
         FusionOutcome,
@@ -113,11 +113,10 @@ def run_loaded_nvfuser(loaded: Any, options: Any, runner: Runner) -> Any:
     try:
         expected = run_reference(fusion, reference_inputs(fusion, loaded.inputs),
                                  seed=options.seed).outputs
-        precise = bounds = None
-        if not all_identical(actual, expected):
-            precise, bounds = float64_reference(fusion, loaded.inputs, options)
+        identical = identical_outputs(actual, expected)
+        precise, bounds = float64_reference(fusion, loaded.inputs, options, identical)
         outcome.outputs = diff_outputs(
-            fusion, loaded.inputs, actual, expected, precise, options, bounds
+            fusion, loaded.inputs, actual, expected, precise, options, bounds, identical
         )
     except FusecliError as error:
         if options.debug:

@@ -11,24 +11,31 @@ from fusecli.errors import PipelineError
 UNBOUNDED = "loose: the error analysis has no bound for this output"
 
 
-def all_identical(actual: Sequence[Any], expected: Sequence[Any]) -> bool:
-    """Every output is eager torch's bit for bit: the float64 reference has nothing to settle,
-    and is not run (on the CPU that is most runs, and it is most of their time and memory)."""
+def identical_outputs(actual: Sequence[Any], expected: Sequence[Any]) -> list[Any]:
+    """Per output, its diff when it is eager torch's bit for bit (``identical_diff``), else
+    None; all None when the output counts differ. Computed once per run: it decides whether
+    the float64 reference runs, and it is those outputs' diff."""
     from fusecli.compare.diff import identical_diff
 
-    return len(actual) == len(expected) and all(
-        identical_diff(got, want) is not None for got, want in zip(actual, expected)
-    )
+    if len(actual) != len(expected):
+        return [None] * max(len(actual), len(expected))
+    return [identical_diff(got, want) for got, want in zip(actual, expected)]
 
 
 def float64_reference(
-    fusion: Any, inputs: Sequence[Any], options: Any
+    fusion: Any, inputs: Sequence[Any], options: Any, identical: Sequence[Any] | None = None
 ) -> tuple[list[Any] | None, list[Any] | None]:
     """The float64 reference's outputs when the options need them, with the error analysis's
-    per-element bounds under the analytic tolerance (``fusecli.reference.bounds``)."""
+    per-element bounds under the analytic tolerance (``fusecli.reference.bounds``).
+
+    With ``identical`` (``identical_outputs``) saying every output is eager torch's bit for
+    bit, it has nothing to settle and is not run: on the CPU that is most runs, and it is most
+    of their time and memory."""
     from fusecli.reference import run_reference
 
     if not options.needs_float64:
+        return None, None
+    if identical is not None and all(same is not None for same in identical):
         return None, None
     analytic = options.tolerance == "analytic"
     result = run_reference(
@@ -45,8 +52,12 @@ def diff_outputs(
     precise: Sequence[Any] | None,
     options: Any,
     bounds: Sequence[Any] | None = None,
+    identical: Sequence[Any] | None = None,
 ) -> list[Any]:
     """Each output against the reference, one ``OutputDiff`` per output.
+
+    ``identical``: ``identical_outputs`` of these outputs when the caller has it (else it is
+    computed here); an output that is eager torch's bit for bit passes with that diff.
 
     ``analytic`` (with the float64 reference ``precise`` and its ``bounds``): floating-point
     values element by element against the float64 value within the error analysis's bound, and
@@ -62,21 +73,19 @@ def diff_outputs(
     import torch
 
     from fusecli.compare import compare_tensors, tolerance_for
-    from fusecli.compare.diff import identical_diff
 
     if len(actual) != len(expected):  # a lost output must not pass unseen
         raise PipelineError(f"{len(actual)} outputs from the executor, {len(expected)} expected")
+    if identical is None:
+        identical = identical_outputs(actual, expected)
     reductions = reduction_sizes(fusion, inputs)
     wants_analytic = options.tolerance == "analytic" and options.rtol is None and (
         options.atol is None
     )
-    analytic = (
-        options.tolerance == "analytic" and precise is not None and bounds is not None
-        and options.rtol is None and options.atol is None
-    )
+    analytic = wants_analytic and precise is not None and bounds is not None
     diffs = []
     for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
-        same = identical_diff(got, want)
+        same = identical[index]
         if same is not None:
             if not wants_analytic:  # the tolerance it would have been judged by, for the report
                 same = replace(same, tolerance=tolerance_for(

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from fusecli.app.judge import (
-    all_identical,
     clone_inputs,
     diff_outputs,
     float64_reference,
+    identical_outputs,
     reference_inputs,
 )
 from fusecli.errors import FusecliError, InputError, PipelineError
@@ -277,9 +277,8 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
         actual = run.outputs
         eager_inputs = reference_inputs(fusion, loaded.inputs)
         expected = run_reference(fusion, eager_inputs, seed=options.seed).outputs
-        precise = bounds = None
-        if not all_identical(actual, expected):
-            precise, bounds = float64_reference(fusion, loaded.inputs, options)
+        identical = identical_outputs(actual, expected)
+        precise, bounds = float64_reference(fusion, loaded.inputs, options, identical)
     except FusecliError as error:
         if options.debug:
             raise
@@ -289,7 +288,7 @@ def run_loaded(loaded: Any, options: RunOptions) -> FusionOutcome:
         outcome.seconds = time.perf_counter() - started
         return outcome
     outcome.outputs = diff_outputs(
-        fusion, loaded.inputs, actual, expected, precise, options, bounds
+        fusion, loaded.inputs, actual, expected, precise, options, bounds, identical
     )
     if not all(d.ok for d in outcome.outputs):
         outcome.status, outcome.exit_code = "mismatch", EXIT_MISMATCH

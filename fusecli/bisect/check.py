@@ -17,10 +17,10 @@ from typing import Any
 
 from fusecli.app.corpus import normalize_message
 from fusecli.app.judge import (
-    all_identical,
     clone_inputs,
     diff_outputs,
     float64_reference,
+    identical_outputs,
     reference_inputs,
 )
 from fusecli.app.pipeline import RunOptions
@@ -116,14 +116,15 @@ def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> V
     try:
         eager_inputs = reference_inputs(fusion, inputs)
         expected = run_reference(fusion, eager_inputs, seed=options.seed).outputs
-        precise = bounds = None
-        if not all_identical(actual, expected):
-            precise, bounds = float64_reference(fusion, inputs, options)
+        identical = identical_outputs(actual, expected)
+        precise, bounds = float64_reference(fusion, inputs, options, identical)
     except ReferenceInputError as error:
         return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
     except Exception as error:  # the reference cannot answer: not a question for the executor
         return _timed(Verdict("invalid", type(error).__name__, first_line(error)), started)
-    failing = compare_outputs(fusion, inputs, actual, expected, precise, options, bounds)
+    failing = compare_outputs(
+        fusion, inputs, actual, expected, precise, options, bounds, identical
+    )
     if failing:
         return _timed(Verdict("mismatch", message="; ".join(failing)), started)
     return _timed(Verdict("pass"), started)
@@ -143,11 +144,12 @@ def compare_outputs(
     precise: Sequence[Any] | None,
     options: RunOptions,
     bounds: Sequence[Any] | None = None,
+    identical: Sequence[Any] | None = None,
 ) -> list[str]:
     """One line per output that does not match (``fusecli run``'s tolerances and tie-break)."""
     if len(actual) != len(expected):
         return [f"{len(actual)} outputs, the reference has {len(expected)}"]
-    diffs = diff_outputs(fusion, inputs, actual, expected, precise, options, bounds)
+    diffs = diff_outputs(fusion, inputs, actual, expected, precise, options, bounds, identical)
     return [f"output {i}: {d.summary()}" for i, d in enumerate(diffs) if not d.ok]
 
 

@@ -88,11 +88,6 @@ def cached_plan(fusion: Fusion, inputs: Sequence[Any], rules: str) -> Plan:
     return plan
 
 
-def cached_segmentation(fusion: Fusion, inputs: Sequence[Any], rules: str) -> SegmentedFusion:
-    """``segment_fusion(fusion, inputs, profile=rules)``, computed once per signature."""
-    return cached_plan(fusion, inputs, rules).segmented
-
-
 def cache_size(fusion: Fusion) -> int:
     """How many signatures ``fusion`` has a segmentation for."""
     return len(fusion.memo.get("plans", ()))

@@ -24,6 +24,7 @@ from fusecli.ir.nodes import (
     Val,
     Vector,
     evaluate_extent,
+    flatten_inputs,
 )
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.dims import DimGraph
@@ -68,7 +69,7 @@ class RuntimeInfo:
         self.known = inputs is not None
         if inputs is None:
             return
-        for value, actual in zip(fusion.inputs, _flatten(inputs)):
+        for value, actual in zip(fusion.inputs, flatten_inputs(inputs)):
             if isinstance(value, TensorView) and hasattr(actual, "shape"):
                 for domain, size in zip(value.logical, actual.shape):
                     for extent in (domain.extent, domain.expanded):
@@ -98,16 +99,6 @@ class RuntimeInfo:
         if any(s is None for s in sizes):
             return None
         return math.prod(sizes)
-
-
-def _flatten(values: Sequence[object]) -> list[object]:
-    flat: list[object] = []
-    for value in values:
-        if isinstance(value, list | tuple):
-            flat.extend(_flatten(value))
-        else:
-            flat.append(value)
-    return flat
 
 
 @dataclass(eq=False)  # not slots: cached_property needs __dict__
