@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fusecli.app.explain import ExplainOptions, explain_path
+from fusecli.engines.nvfuser_log import parse_log
 from fusecli.report.segmentation_view import nvfuser_log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,3 +71,37 @@ def test_seed_log_has_nvfusers_hint_segmenter_set_and_candidates():
     assert "= SegmenterSet( T5_l___bfloat" in rewritten  # right after the matmul's output
     assert _normalized(rewritten) == _normalized(_rewritten_fusion(real))
     assert _considered(ours) == _considered(real)
+
+
+SEED_ISSUE = Path("/work/shared/seeds/nvfuser-issue-2127.txt")
+
+
+def _decisions(log: str) -> list[tuple[tuple[str, ...], str | None, list[tuple[str, str]]]]:
+    """Each candidate: its ops (sorted; nvFuser's 2024 ``view`` is today's ``reshape``), the
+    scheduler that took it, and every rejection on the way, in order."""
+    found = []
+    for candidate in parse_log(log).candidates:
+        ops = tuple(sorted("reshape" if op == "view" else op for op in candidate.ops))
+        rejections = [(v.scheduler, v.reason) for v in candidate.verdicts if not v.accepted]
+        found.append((ops, candidate.accepted, rejections))
+    return found
+
+
+def test_seed_2024_log_makes_the_decisions_quoted_in_issue_2127():
+    """The seed issue quotes nvFuser's segmenter log of May 2024: permute + broadcast taken by
+    no_op (pointer arithmetic), the permute + reshape prologue by pointwise, and the MmaOp
+    segment rejected by every scheduler. --rules nvfuser-2024 makes the same three decisions
+    with the same reasons, in the same order (names and numbering aside)."""
+    if not SEED_ISSUE.exists():
+        pytest.skip("the shared seed issue text is not here")
+    text = SEED_ISSUE.read_text(encoding="utf-8")
+    quoted = _decisions(text[text.index("**Segmenter**"):text.index("The issue is here")])
+    assert [ops for ops, _, _ in quoted] == [
+        ("broadcast", "permute"), ("permute", "reshape"), ("cast", "mma")
+    ]
+    (outcome,) = explain_path(SEED, ExplainOptions(rules="nvfuser-2024", device="cpu"))
+    ours = _decisions(nvfuser_log(outcome.segmented))
+    for decision in quoted:
+        assert decision in ours, f"fusecli never decided {decision}"
+    ops, accepted, rejections = ours[-1]  # fusecli ends on the MmaOp no scheduler takes
+    assert "mma" in ops and accepted is None and rejections == quoted[-1][2]

@@ -25,6 +25,7 @@ from fusecli.load import load_path
 from fusecli.reference import run_reference
 from fusecli.report.engines_view import explain_json
 from fusecli.runtime.bind import flatten_inputs
+from fusecli.segment.rules import Switches
 from fusecli.segment.segmenter import segment_fusion
 
 register()
@@ -39,8 +40,9 @@ without_nvfuser = pytest.mark.skipif(HAS_NVFUSER, reason="nvfuser_direct is impo
 
 
 def corpus_path(name: str) -> Path:
-    (path,) = [p for p in (ROOT / "fusions").iterdir() if p.stem == name]
-    return path
+    from test_nvfuser_goldens import source_of
+
+    return source_of(name)
 
 
 def recorded_runner(loaded) -> NvfuserRun:
@@ -110,9 +112,9 @@ def test_a_log_without_segments_is_nvfusers_failure():
 # -- comparison ---------------------------------------------------------------------------------
 
 
-def _compare(name: str):
+def _compare(name: str, switches: Switches | None = None):
     (loaded,) = load_path(corpus_path(name), device="cpu")
-    segmented = segment_fusion(loaded.fusion, loaded.inputs)
+    segmented = segment_fusion(loaded.fusion, loaded.inputs, switches=switches)
     return compare_with_fusecli(segmented, run_nvfuser(loaded, recorded_runner))
 
 
@@ -130,19 +132,17 @@ def test_comparison_finds_exactly_the_known_divergences():
 
 
 def test_first_divergence_names_the_segment_and_each_choice():
-    masked = _compare("attention_scores_mask")
-    index = masked.first_divergence
-    row = masked.rows[index]
-    assert row.fusecli is None and row.nvfuser.scheduler == "pointwise"
-    assert "iota" in row.nvfuser.ops
-    assert [r.agree for r in masked.rows[:index]] == [True] * index
-    assert masked.verdict().startswith(f"segmentations differ at segment {index}: ")
-    assert "nvfuser chose pointwise (iota" in masked.verdict()
-    rope = _compare("rope")
-    assert [(r.fusecli is None, r.nvfuser.scheduler) for r in rope.rows] == [
-        (False, "resize"), (True, "resize")
-    ]
-    assert rope.first_divergence == 1
+    # every recorded fusion agrees now: disabling fusecli's resize scheduler makes rope differ
+    rope = _compare("rope", Switches(disabled=frozenset({"resize"})))
+    index = rope.first_divergence
+    assert index == 0
+    row = rope.rows[index]
+    assert (row.fusecli.scheduler, row.nvfuser.scheduler) == ("expr_eval", "resize")
+    assert rope.verdict().startswith("segmentations differ at segment 0: ")
+    assert "fusecli chose expr_eval (reshape, permute, slice, slice)" in rope.verdict()
+    assert "nvfuser chose resize (reshape, permute, slice" in rope.verdict()
+    # segments only one engine has are rows of their own
+    assert [r.nvfuser is None for r in rope.rows] == [False, False, True, True, True, True]
 
 
 def test_pairing_ignores_order_but_not_schedulers():
@@ -173,12 +173,15 @@ def test_explain_with_the_nvfuser_engine_renders_its_log():
 def test_explain_compare_engines_json_has_both():
     options = ExplainOptions(compare_engines=True, device="cpu")
     (outcome,) = explain_path(corpus_path("rope"), options, runner=recorded_runner)
-    record = explain_json(outcome)
-    engines = record["engines"]
-    assert [s["scheduler"] for s in engines["fusecli"]["segments"]] == ["resize"]
+    engines = explain_json(outcome)["engines"]
+    assert [s["scheduler"] for s in engines["fusecli"]["segments"]] == ["resize", "resize"]
     assert [s["scheduler"] for s in engines["nvfuser"]["segments"]] == ["resize", "resize"]
+    assert engines["comparison"]["agree"] is True
+    options = ExplainOptions(compare_engines=True, device="cpu", disabled=frozenset({"resize"}))
+    (outcome,) = explain_path(corpus_path("rope"), options, runner=recorded_runner)
+    engines = explain_json(outcome)["engines"]
     assert engines["comparison"]["agree"] is False
-    assert engines["comparison"]["first_divergence"] == 1
+    assert engines["comparison"]["first_divergence"] == 0
 
 
 def test_run_compare_engines_diffs_both_against_eager_torch():
@@ -194,7 +197,7 @@ def test_run_compare_engines_diffs_both_against_eager_torch():
 
 def test_run_with_the_nvfuser_engine_reports_its_failure():
     options = RunOptions(device="cpu", engine="nvfuser", nvfuser_runner=recorded_runner)
-    (outcome,) = run_file(corpus_path("broadcast_add_expanded"), options)
+    (outcome,) = run_file(corpus_path("sum_expanded_broadcast"), options)
     assert outcome.status == "error" and outcome.exit_code == 3
     assert outcome.error.startswith("nvFuser: RuntimeError:")
 

@@ -7,13 +7,14 @@ from pathlib import Path
 import click
 
 from fusecli.cli.main import guarded
+from fusecli.segment.rules import PROFILES
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--check", is_flag=True,
               help="Compile every kernel with NVRTC (no GPU needed) and report, not print.")
-@click.option("--rules", type=click.Choice(["nvfuser", "nvfuser-2024"]), default="nvfuser",
+@click.option("--rules", type=click.Choice(sorted(PROFILES)), default="nvfuser",
               show_default=True, help="Rule profile the segmenter uses.")
 @click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from fusecli.runtime.names import EXECUTOR_NAMES
+from fusecli.segment.rules import PROFILES
 
 
 def check_tolerance(
@@ -53,7 +54,7 @@ EXECUTION_OPTIONS = (
         show_default=True,
         help="Where scripts' CUDA tensors go; auto maps them to the CPU when there is no GPU.",
     ),
-    click.option("--rules", type=click.Choice(["nvfuser", "nvfuser-2024"]), default="nvfuser",
+    click.option("--rules", type=click.Choice(sorted(PROFILES)), default="nvfuser",
                  show_default=True, help="Rule profile the segmenter uses."),
     click.option("--seed", type=int, default=0, show_default=True,
                  help="Seed for scripts' random inputs and for unseeded random ops."),

@@ -17,8 +17,9 @@ such name keeps nvFuser's own (``Welford``): a name the table lacks is shown, ne
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from fusecli.segment.reasons import Reason
 from fusecli.segment.verdict import Verdict
 
 # nvFuser's SchedulerType names, as its log prints them (fusecli models the first ten).
@@ -39,7 +40,7 @@ _REJECTED = re.compile(r"^Scheduler _(\w+)_ \*\*\*rejected\*\*\* because : ?(.*)
 _ACCEPTED = re.compile(r"^\*\*\*Accepted\*\*\* as: (\w+)$")
 _EXPR_ID = re.compile(r"^\((\d+)\)$")
 _VALUE = re.compile(r"^([TVidbf]\d+)")  # a printed value's name: T5_g_float[...] -> T5
-_CALL = re.compile(r"^([\w.]+)\(")
+_CALL = re.compile(r"^([\w.]+) ?\(")
 
 # nvFuser's printed op -> fd.ops name. Casts (__to_float, __bfloat2float) are handled apart.
 _CALLS = {
@@ -187,16 +188,25 @@ def _verdicts(lines: list[str], position: int) -> tuple[tuple[Verdict, ...], int
             said.append((rejected.group(1), False, [rejected.group(2).strip()]))
         elif accepted := _ACCEPTED.match(line):
             said.append((accepted.group(1), True, []))
-        elif line.strip() and said and not said[-1][1]:
-            said[-1][2].append(line.strip())
+        elif line.strip() and said and not said[-1][1] and not line.startswith(_ERROR):
+            said[-1][2].append(line.strip())  # a reason printed over several lines
         elif line.strip() and said:
             break  # text after an acceptance ends the block
         position += 1
     verdicts = tuple(
-        Verdict.accept(name) if ok else Verdict.reject(name, " ".join(reason))
+        Verdict.accept(name) if ok else _rejection(name, " ".join(reason))
         for name, ok, reason in said
     )
     return verdicts, position
+
+
+_ERROR = ("RuntimeError", "Error")  # what nvFuser raised, printed after the last verdict
+
+
+def _rejection(scheduler: str, text: str) -> Verdict:
+    """nvFuser's words, with the code of the fusecli reason they are (if any)."""
+    reason = Reason.of_text(text)
+    return replace(Verdict.reject(scheduler, text), code=reason.code if reason else "")
 
 
 # -- exprs ---------------------------------------------------------------------------------------
@@ -217,8 +227,8 @@ def split_exprs(lines: list[str]) -> tuple[PrintedExpr, ...]:
     for line in lines:
         if match := _EXPR_ID.match(line.strip()):
             close(int(match.group(1)))
-        elif line[:1] in (" ", ",") or not current:
-            current.append(line)
+        elif line[:1] in (" ", ",") or not current or current[-1].rstrip().endswith(","):
+            current.append(line)  # indented, or the next output of a Welford's three
         else:
             close(None)
             current.append(line)
@@ -247,6 +257,8 @@ def printed_op(text: str) -> str:
         infix = definition.split()
         return _INFIX.get(infix[1], "?") if len(infix) > 2 else "set"
     name = call.group(1)
+    if name == "Welford":  # T1(Avg), T2(Var), T3(Count) = Welford ( T0 ... )
+        return "var_mean"
     if name.startswith("__"):  # __to_float, __bfloat2float: a cast
         return "cast"
     if name == "reduction":

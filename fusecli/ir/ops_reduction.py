@@ -20,8 +20,9 @@ from fusecli.ir.builder import (
 )
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import IterDomain, Scalar, TensorView
-from fusecli.ir.ops_elementwise import cast
-from fusecli.ir.ops_shape import broadcast
+from fusecli.ir.ops_elementwise import cast, elementwise
+from fusecli.ir.ops_other import size
+from fusecli.ir.ops_shape import broadcast, set_op, squeeze
 from fusecli.ir.optype import OpType
 
 
@@ -63,9 +64,72 @@ def reduction(
     if not isinstance(arg, TensorView):
         raise TypeError(f"fd.ops.{op.value}: expected a Tensor, got {arg!r}")
     dims = _normalize_reduction_dims(op.value, arg, dims)
+    if op in (OpType.max, OpType.min) and dtype is not DataType.Null:
+        raise DefinitionError(op.value, "dtype must be DataType.Null for max and min")
+    if any(arg.logical[axis].is_broadcast for axis in dims):
+        return _trivial_reduction(b, op, arg, dims, keepdim, dtype)
+    return _reduce(b, op, arg, dims, keepdim, dtype)
+
+
+def _trivial_reduction(
+    b: FusionBuilder,
+    op: OpType,
+    arg: TensorView,
+    dims: Sequence[int],
+    keepdim: bool,
+    dtype: DataType,
+) -> TensorView:
+    """nvFuser's [Trivial reductions] (csrc/ops/arith.cpp reductionOp): reduced broadcast
+    dimensions are squeezed first; a sum over an expanded broadcast bS{1 ex n} becomes a
+    multiplication by n and a product a power of n. What is left is reduced as usual, and
+    ``keepdim`` restores the squeezed dimensions as broadcasts. A reduction over broadcasts
+    alone is then no reduction at all: nvFuser schedules it as a pointwise segment."""
+    squeezed_dims = [axis for axis in dims if arg.logical[axis].is_broadcast]
+    factors = [
+        size(b, arg, axis) for axis in squeezed_dims
+        if arg.logical[axis].expanded is not None and op in (OpType.sum, OpType.prod)
+    ]
+    squeezed = squeeze(b, arg, squeezed_dims, squeeze_expanded=True)
+    remaining = [axis - sum(1 for s in squeezed_dims if s < axis)
+                 for axis in dims if axis not in squeezed_dims]
+    if remaining:
+        out = _reduce(b, op, squeezed, remaining, keepdim, dtype)
+    else:
+        out = squeezed
+        wanted = _reduction_dtype(op, squeezed, dtype)
+        if wanted is not out.dtype:
+            out = cast(b, out, wanted)
+    result_dtype = out.dtype
+    for factor in factors:
+        combine = OpType.mul if op is OpType.sum else OpType.pow
+        out = cast(b, elementwise(b, combine, [out, factor]), result_dtype)
+    if keepdim:
+        flags = [axis in squeezed_dims for axis in range(arg.ndim)]
+        out = broadcast(b, out, flags)
+    if out is arg:
+        out = set_op(b, OpType.set, arg)
+    return out
+
+
+def _reduction_dtype(op: OpType, arg: TensorView, dtype: DataType) -> DataType:
     if op in (OpType.max, OpType.min):
-        if dtype is not DataType.Null:
-            raise DefinitionError(op.value, "dtype must be DataType.Null for max and min")
+        return arg.dtype
+    if dtype is not DataType.Null:
+        return dtype
+    if dt.is_integral(arg.dtype) or dt.is_boolean(arg.dtype):
+        return DataType.Int
+    return arg.dtype
+
+
+def _reduce(
+    b: FusionBuilder,
+    op: OpType,
+    arg: TensorView,
+    dims: Sequence[int],
+    keepdim: bool,
+    dtype: DataType,
+) -> TensorView:
+    if op in (OpType.max, OpType.min):
         out_dtype = arg.dtype
     elif dtype is not DataType.Null:
         arg = cast(b, arg, dtype)

@@ -207,7 +207,7 @@ def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
                 "candidate": entry.index, "phase": entry.phase, "exprs": exprs,
                 "scheduler": verdict.scheduler, "accepted": verdict.accepted,
                 "reason": verdict.reason or None, "stage": verdict.stage or None,
-                "evidence": list(verdict.evidence),
+                "code": verdict.code or None, "evidence": verdict.facts,
             })
     failure = segmented.failure
     return {

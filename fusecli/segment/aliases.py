@@ -60,8 +60,11 @@ class AliasAnalysis:
         return self.roots.get(tensor.uid)
 
 
-def find_aliases(fusion: Fusion, runtime: RuntimeInfo) -> AliasAnalysis:
-    """nvFuser's ``findAliases(fusion, EmptyAllocationAs::kUndetermined)``."""
+def find_aliases(
+    fusion: Fusion, runtime: RuntimeInfo, ops: frozenset[OpType] | None = None
+) -> AliasAnalysis:
+    """nvFuser's ``findAliases(fusion, EmptyAllocationAs::kUndetermined)``; ``ops`` limits it
+    to the ops an older analysis knew (``RuleProfile.no_op_aliases``)."""
     analysis = AliasAnalysis()
     allocations = _allocations(fusion)
     reuse_buffers = {o.value.uid for o in fusion.outputs if o.alias_input is not None}
@@ -71,7 +74,7 @@ def find_aliases(fusion: Fusion, runtime: RuntimeInfo) -> AliasAnalysis:
         return carried if carried is not None else _canonical(tensor, allocations)
 
     for expr in fusion.exprs:
-        carry = _CARRY.get(expr.op)
+        carry = _CARRY.get(expr.op) if ops is None or expr.op in ops else None
         tensors_in = expr.tensor_inputs()
         if carry is None or not tensors_in or not isinstance(expr.output, TensorView):
             continue

@@ -33,10 +33,12 @@ T = TypeVar("T")
 
 
 class FusionGraph:
-    """Indexes over a complete fusion that every candidate shares (built once)."""
+    """Indexes over a complete fusion that every candidate shares (built once), and the sizes
+    of its inputs when known (nvFuser segments a concretized fusion)."""
 
-    def __init__(self, fusion: Fusion) -> None:
+    def __init__(self, fusion: Fusion, runtime: RuntimeInfo | None = None) -> None:
         self.fusion = fusion
+        self.runtime = runtime
         self.position = {expr.uid: index for index, expr in enumerate(fusion.exprs)}
         self.input_uids = {v.uid for v in fusion.inputs}
         self.output_uids = {o.value.uid for o in fusion.outputs}
@@ -56,6 +58,14 @@ class FusionGraph:
 
             self._namer = Namer(self.fusion)
         return self._namer.tensor_name(tensor)
+
+    def size_of(self, extent: object) -> object:
+        """An extent's size where the inputs tell it, else the extent itself."""
+        if self.runtime is not None:
+            size = self.runtime.extent(extent)
+            if size is not None:
+                return size
+        return extent
 
     def is_tensor_expr(self, expr: Expr) -> bool:
         return any(isinstance(o, TensorView) for o in expr.outputs)
@@ -107,6 +117,9 @@ class Candidate:
 
     graph: FusionGraph
     exprs: tuple[Expr, ...]
+    # values this candidate computes for itself only: a forwarded full that each consumer
+    # segment recomputes is never a segment output (nvFuser's createInputGroup per consumer)
+    private: frozenset[int] = frozenset()
     _expr_uids: frozenset[int] = field(init=False)
     _memo: dict[str, object] = field(init=False, default_factory=dict)
 
@@ -114,9 +127,11 @@ class Candidate:
         self._expr_uids = frozenset(e.uid for e in self.exprs)
 
     @staticmethod
-    def of(graph: FusionGraph, exprs: Sequence[Expr]) -> Candidate:
+    def of(
+        graph: FusionGraph, exprs: Sequence[Expr], private: frozenset[int] = frozenset()
+    ) -> Candidate:
         ordered = sorted(exprs, key=lambda e: graph.position[e.uid])
-        return Candidate(graph, tuple(ordered))
+        return Candidate(graph, tuple(ordered), private)
 
     def contains(self, expr: Expr) -> bool:
         return expr.uid in self._expr_uids
@@ -148,6 +163,8 @@ class Candidate:
                     continue
                 if out.uid in self.graph.output_uids:
                     own.append(out)
+                elif out.uid in self.private:
+                    continue
                 elif any(not self.contains(c) for c in self.graph.consumers.get(out.uid, [])):
                     edges.append(out)
         return tuple(own + edges)
@@ -196,7 +213,7 @@ class Candidate:
 
     @cached_property
     def dims(self) -> DimGraph:
-        return DimGraph(self.exprs)
+        return DimGraph(self.exprs, sizes=self.graph.size_of)
 
     @cached_property
     def tensors(self) -> list[TensorView]:

@@ -3,12 +3,13 @@
 nvFuser answers "does this output dimension map to that input dimension?" with its
 IterDomain graph. fusecli answers it per candidate segment: every expr says which of its
 output dimensions come from which input dimensions (``dim_map``), and the classes of the
-union-find are the loops a kernel would run. A reshape starts new classes (it splits and
-merges), as do matmul and attention (their own loops).
+union-find are the loops a kernel would run. A reshape keeps the dimensions it passes through
+and starts new classes for those it splits and merges; matmul and attention start their own.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 
 from fusecli.ir.nodes import Expr, TensorView
@@ -87,6 +88,30 @@ def _index_map(expr: Expr, out: TensorView, tensors_in: list[TensorView]) -> Dim
             yield (out.uid, position), (arg.uid, source)
 
 
+def _reshape_map(expr: Expr, sizes: Callable[[object], object] | None) -> DimPairs:
+    """A reshape splits and merges only some dimensions: the leading and trailing ones it
+    passes through unchanged (equal sizes from either end; ``sizes`` gives an extent's size
+    where the inputs tell it) keep their loops, as nvFuser's reshape keeps those IterDomains;
+    the rest start loops of their own."""
+    source, out = expr.tensor_inputs()[0], expr.tensor_outputs()[0]
+    size = sizes or (lambda extent: extent)
+    in_dims, out_dims = _logical_positions(source), _logical_positions(out)
+
+    def same(i: int, o: int) -> bool:
+        return size(source.domain[i].logical_extent) == size(out.domain[o].logical_extent)
+
+    kept = 0
+    for i, o in zip(in_dims, out_dims):
+        if not same(i, o):
+            break
+        yield (out.uid, o), (source.uid, i)
+        kept += 1
+    for i, o in zip(reversed(in_dims[kept:]), reversed(out_dims[kept:])):
+        if not same(i, o):
+            break
+        yield (out.uid, o), (source.uid, i)
+
+
 # How each kind of op maps its output dims to its input dims. Elementwise-like kinds align
 # dims from the right (numpy broadcasting); resizes keep each dim's loop (a pad or slice changes
 # its extent, not its identity).
@@ -104,11 +129,9 @@ DIM_MAPS: dict[OpKind, DimMapper] = {
     OpKind.INDEX: _index_map,
 }
 
-# Kinds whose outputs start loops of their own: a reshape splits and merges, matmul and
-# attention run their own loops, creation ops have no tensor inputs, scalars no dims.
-NEW_LOOPS = frozenset(
-    {OpKind.RESHAPE, OpKind.MATMUL, OpKind.ATTENTION, OpKind.CREATE, OpKind.SCALAR}
-)
+# Kinds whose outputs start loops of their own: matmul and attention run their own loops,
+# creation ops have no tensor inputs, scalars no dims.
+NEW_LOOPS = frozenset({OpKind.MATMUL, OpKind.ATTENTION, OpKind.CREATE, OpKind.SCALAR})
 
 
 def dim_map(expr: Expr) -> DimPairs:
@@ -122,12 +145,34 @@ def dim_map(expr: Expr) -> DimPairs:
 
 
 class DimGraph:
-    """Union-find over the dimensions of the tensors of some exprs."""
+    """Union-find over the dimensions of the tensors of some exprs.
 
-    def __init__(self, exprs: Iterable[Expr]) -> None:
+    ``exact=True`` is nvFuser's exact map: a broadcast dimension is not the same loop as the
+    iteration dimension it meets (PairwiseLogicalDomainMap with mapBroadcast(false)).
+    ``resize_splits=True`` keeps a dimension that a slice, pad or cat resizes apart from its
+    input's, as nvFuser's Resize expr makes a new IterDomain. ``reshape_inner=True`` joins the
+    innermost dimensions of a reshape's input and output, as nvFuser's inner-dimension
+    propagation (getInputsOutputsWithInnerDim) follows a split's inner or a merge's output.
+    """
+
+    def __init__(
+        self,
+        exprs: Iterable[Expr],
+        exact: bool = False,
+        resize_splits: bool = False,
+        reshape_inner: bool = False,
+        sizes: Callable[[object], object] | None = None,
+    ) -> None:
         self._parent: dict[DimKey, DimKey] = {}
         for expr in exprs:
-            for a, b in dim_map(expr):
+            pairs = _reshape_map(expr, sizes) if expr.op is OpType.reshape else dim_map(expr)
+            if reshape_inner and expr.op is OpType.reshape:
+                pairs = itertools.chain(pairs, _reshape_inner_map(expr))
+            if exact:
+                pairs = _same_broadcastness(expr, pairs)
+            if resize_splits and expr.op.kind is OpKind.RESIZE:
+                pairs = _unresized(expr, pairs)
+            for a, b in pairs:
                 self.union(a, b)
 
     def find(self, key: DimKey) -> DimKey:
@@ -148,6 +193,41 @@ class DimGraph:
 
     def class_of(self, tensor: TensorView, position: int) -> DimKey:
         return self.find((tensor.uid, position))
+
+
+def _same_broadcastness(expr: Expr, pairs: DimPairs) -> DimPairs:
+    tensors = {t.uid: t for t in (*expr.tensor_inputs(), *expr.tensor_outputs())}
+    for a, b in pairs:
+        domain_a, domain_b = tensors[a[0]].domain, tensors[b[0]].domain
+        if a[1] >= len(domain_a) or b[1] >= len(domain_b):
+            continue  # a zero-dim index tensor: no dimension to map
+        if domain_a[a[1]].is_broadcast == domain_b[b[1]].is_broadcast:
+            yield a, b
+
+
+def _reshape_inner_map(expr: Expr) -> DimPairs:
+    source, out = expr.tensor_inputs()[0], expr.tensor_outputs()[0]
+    in_dims = [p for p in _logical_positions(source) if not source.domain[p].is_broadcast]
+    out_dims = [p for p in _logical_positions(out) if not out.domain[p].is_broadcast]
+    if in_dims and out_dims:
+        yield (out.uid, out_dims[-1]), (source.uid, in_dims[-1])
+
+
+def _unresized(expr: Expr, pairs: DimPairs) -> DimPairs:
+    outputs = {t.uid: t for t in expr.tensor_outputs()}
+    for a, b in pairs:
+        if not outputs[a[0]].domain[a[1]].rfactor:
+            yield a, b
+
+
+def self_mapped(graph: DimGraph, tensors: Iterable[TensorView]) -> TensorView | None:
+    """A tensor two of whose dimensions are the same loop in ``graph`` (nvFuser's
+    IterDomainGraph::hasSelfMapping), or None."""
+    for tensor in tensors:
+        classes = [graph.class_of(tensor, p) for p in range(len(tensor.domain))]
+        if len(set(classes)) < len(classes):
+            return tensor
+    return None
 
 
 def innermost_position(tensor: TensorView, stride_order: tuple[int, ...] = ()) -> int | None:

@@ -48,7 +48,7 @@ class Segmenter:
         self.profile = PROFILES[profile]
         runtime = RuntimeInfo(fusion, inputs)  # the rewrites keep the inputs and their sizes
         self.fusion = pre_segmentation(fusion, self.profile, runtime)
-        self.graph = FusionGraph(self.fusion)
+        self.graph = FusionGraph(self.fusion, runtime)
         self.ctx = ScheduleContext(runtime, self.profile, switches or Switches(),
                                    aliases=find_aliases(self.fusion, runtime))
         self.log: list[LogEntry] | None = [] if keep_log else None
@@ -64,7 +64,7 @@ class Segmenter:
         known = self._answers.get(key)
         if known is not None and self.log is None:
             return known[0]
-        candidate = Candidate.of(self.graph, exprs)
+        candidate = self._candidate(exprs)
         if known is not None:
             scheduler, verdicts, skipped = known
         else:
@@ -106,7 +106,8 @@ class Segmenter:
                 if group.scheduler is None:
                     result.failure = self._diagnose(group.exprs)
                     return result
-        self._merge_up_and_down_casts()
+        if self.profile.merge_up_and_down_casts:
+            self._merge_up_and_down_casts()
         self._merge_rounds()
         self._final_merge()
         self._resolve_forwarded()
@@ -137,7 +138,8 @@ class Segmenter:
             self.groups.add(Group([expr]))
 
     def _forward_inputs(self, tensor_exprs: list[Expr]) -> set[int]:
-        """Unary chains from fusion inputs, each value with one use that is not an output."""
+        """Unary chains from fusion inputs (and from full), each value with one use that is no
+        output."""
         excluded: set[int] = set()
         live = {e.uid for e in tensor_exprs}
 
@@ -147,8 +149,16 @@ class Segmenter:
                 if use.uid in live or not self.graph.is_tensor_expr(use)
             ]
 
-        for value in self.fusion.inputs:
-            chain: list[Expr] = []
+        # nvFuser's forwardInputs treats the output of a FullOp that is no fusion output as a
+        # fusion input too: the full joins each consumer segment (a copy in each)
+        factories = [
+            expr for expr in tensor_exprs
+            if expr.op is OpType.full and expr.output.uid not in self.graph.output_uids
+        ] if self.profile.forward_full else []
+        starts = [(value, []) for value in self.fusion.inputs]
+        starts += [(expr.output, [expr]) for expr in factories]
+        for value, first in starts:
+            chain: list[Expr] = list(first)
             current = value
             while True:
                 uses = uses_of(current)
@@ -281,6 +291,11 @@ class Segmenter:
                     consumers.append(owner)
             standalone = False
             for consumer in consumers:
+                if self.profile.forward_unconditionally:
+                    # resolveInputsInGroup (nvFuser before #1825): no scheduler is asked here;
+                    # the segment's scheduler is asked again when segments are finalized
+                    consumer.exprs = chain + consumer.exprs
+                    continue
                 scheduler = self.try_schedule(chain + consumer.exprs, "forward")
                 if scheduler is not None:
                     consumer.exprs = chain + consumer.exprs
@@ -298,13 +313,22 @@ class Segmenter:
             if scheduler is None:
                 result.failure = self._diagnose(group.exprs)
                 return result
-            candidate = Candidate.of(self.graph, group.exprs)
+            candidate = self._candidate(group.exprs)
             result.segments.append(Segment(len(result.segments), scheduler, candidate,
                                            self.params_of(group.exprs)))
         return result
 
+    def _candidate(self, exprs: Sequence[Expr]) -> Candidate:
+        """``exprs`` as a candidate; a forwarded full copied into it is its own business."""
+        copied = {e.uid for chain in self.forwarded if chain[0].op is OpType.full
+                  for e in chain}
+        private = frozenset(
+            out.uid for e in exprs if e.uid in copied for out in e.outputs
+        ) if any(e.uid not in copied for e in exprs) else frozenset()
+        return Candidate.of(self.graph, exprs, private)
+
     def _diagnose(self, exprs: Sequence[Expr]) -> Diagnosis:
-        candidate = Candidate.of(self.graph, exprs)
+        candidate = self._candidate(exprs)
         verdicts = tuple(check(name, candidate, self.ctx) for name in self.ctx.order)
         return Diagnosis(candidate, verdicts, advise(candidate, verdicts, self.profile.name))
 

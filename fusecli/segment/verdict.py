@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.heuristics import HeuristicParams, Sizes
+from fusecli.segment.reasons import Reason, Rejection
 
 if TYPE_CHECKING:  # the context holds the profile, whose orders name registered schedulers
     from fusecli.segment.rules import ScheduleContext
@@ -15,10 +16,13 @@ if TYPE_CHECKING:  # the context holds the profile, whose orders name registered
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """One scheduler's answer for one candidate: accepted, or the reason it was rejected.
+    """One scheduler's answer for one candidate: accepted, or why it was rejected.
 
-    An acceptance at known sizes carries the scheduler's heuristics (``params``); they are
-    not part of what the verdict says, so verdicts compare without them.
+    A rejection by fusecli carries its reason as data (``reasons.py``): ``code`` names it,
+    ``reason`` is nvFuser's text, ``evidence`` the offending tensors, exprs and sizes as
+    ``(name, printed value)`` pairs. A verdict parsed from nvFuser's own log has its text
+    only. An acceptance at known sizes carries the scheduler's heuristics (``params``); they
+    are not part of what the verdict says, so verdicts compare without them.
     """
 
     scheduler: str
@@ -26,9 +30,8 @@ class Verdict:
     reason: str = ""
     stage: str = ""  # where a rejection came from: "common", "compile time" or "run time"
     params: HeuristicParams | None = field(default=None, compare=False)
-    # what the reason is about, for advice: the offending exprs and values, as printed text
-    # (``T7 = reshape(T3)``); not part of what nvFuser prints
-    evidence: tuple[str, ...] = field(default=(), compare=False)
+    code: str = ""
+    evidence: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @staticmethod
     def accept(scheduler: str) -> Verdict:
@@ -36,9 +39,21 @@ class Verdict:
 
     @staticmethod
     def reject(
-        scheduler: str, reason: str, stage: str = "compile time", evidence: tuple[str, ...] = ()
+        scheduler: str, why: Rejection | Reason | str, stage: str = "compile time"
     ) -> Verdict:
-        return Verdict(scheduler, False, reason, stage, evidence=tuple(evidence))
+        """A rejection for a Rejection (reason and evidence), a Reason needing no evidence, or
+        a text alone (what nvFuser's log said)."""
+        if isinstance(why, Reason):
+            why = Rejection.of(why)
+        if isinstance(why, Rejection):
+            return Verdict(scheduler, False, why.text, stage, code=why.reason.code,
+                           evidence=why.evidence)
+        return Verdict(scheduler, False, why, stage)
+
+    @property
+    def facts(self) -> dict[str, str]:
+        """The evidence by name."""
+        return dict(self.evidence)
 
 
 Check = Callable[[Candidate, "ScheduleContext"], Verdict]

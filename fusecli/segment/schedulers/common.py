@@ -14,6 +14,8 @@ from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.dims import DimGraph, self_mapped
+from fusecli.segment.reasons import Reason, Rejection
 
 if TYPE_CHECKING:
     from fusecli.segment.rules import ScheduleContext
@@ -29,28 +31,42 @@ INDEX_OPS = frozenset({OpType.gather, OpType.scatter, OpType.index_select, OpTyp
                        OpType.take_along_axis})
 
 
-def common_checks(candidate: Candidate, ctx: ScheduleContext, scheduler: str) -> str | None:
-    """The reason every non-expr_eval scheduler rejects ``candidate``, or None."""
+def common_checks(
+    candidate: Candidate, ctx: ScheduleContext, scheduler: str
+) -> Rejection | None:
+    """Why every non-expr_eval scheduler rejects ``candidate``, or None."""
     ops = candidate.ops
+    name = candidate.graph.name
     if ops & ATEN_ONLY_OPS:
-        return "Has unsupported ops"
+        return Rejection.of(Reason.UNSUPPORTED_OPS, op=_first_op(candidate, ATEN_ONLY_OPS))
     if OpType.gather in ops:
-        return "Non-exact gather ops"
+        return Rejection.of(Reason.NON_EXACT_GATHER, op="gather")
     if ctx.profile.common_matmul_check and scheduler != "matmul" and ops & MATMUL_OPS:
-        return "Matmul ops are not supported."
-    if not candidate.memo("connected", connected):
-        return "Connected fusion graph check failed!"
+        return Rejection.of(Reason.MATMUL_OPS, op=_first_op(candidate, MATMUL_OPS))
+    apart = candidate.memo("disconnected", disconnected_output)
+    if apart is not None:
+        return Rejection.of(Reason.NOT_CONNECTED, output=name(apart),
+                            unconnected_to=name(candidate.outputs[0]))
+    self_mapped_tensor = candidate.memo("self_mapped", _self_mapped)
+    if self_mapped_tensor is not None:
+        return Rejection.of(Reason.SELF_MAPPING, tensor=name(self_mapped_tensor))
     if ops & RESIZE_OPS and ops & INDEX_OPS:
-        return "has resize-based ops and index ops"
-    if scheduler != "resize" and candidate.memo("incompatible_reshapes", incompatible_reshapes):
-        return "Fusion has incompatible reshapes."
+        return Rejection.of(Reason.RESIZE_AND_INDEX, resize=_first_op(candidate, RESIZE_OPS),
+                            index=_first_op(candidate, INDEX_OPS))
+    twice = candidate.memo("incompatible_reshapes", incompatible_reshapes)
+    if scheduler != "resize" and twice is not None:
+        return Rejection.of(Reason.INCOMPATIBLE_RESHAPES, tensor=name(twice))
     return None
 
 
-def connected(candidate: Candidate) -> bool:
-    """Every output reaches output 0 through the candidate's exprs (undirected)."""
+def _first_op(candidate: Candidate, ops: frozenset[OpType]) -> str:
+    return next(e.op.value for e in candidate.exprs if e.op in ops)
+
+
+def disconnected_output(candidate: Candidate) -> TensorView | None:
+    """An output that does not reach output 0 through the candidate's exprs (undirected)."""
     if len(candidate.outputs) <= 1:
-        return True
+        return None
     parent: dict[int, int] = {}
 
     def find(uid: int) -> int:
@@ -64,11 +80,53 @@ def connected(candidate: Candidate) -> bool:
         for uid in tensors[1:]:
             parent[find(uid)] = find(tensors[0])
     root = find(candidate.outputs[0].uid)
-    return all(find(o.uid) == root for o in candidate.outputs[1:])
+    return next((o for o in candidate.outputs[1:] if find(o.uid) != root), None)
 
 
-def incompatible_reshapes(candidate: Candidate) -> bool:
-    """Two reshapes of one tensor to different shapes cannot share a loop nest."""
+def _self_mapped(candidate: Candidate) -> TensorView | None:
+    """A tensor two of whose dimensions the segment's exact map joins: x[i] compared with
+    itself transposed, through two broadcasts of one iota (a causal mask). No scheduler's loop
+    nest can give one tensor's two dimensions the same loop."""
+    exact = DimGraph(candidate.exprs, exact=True, sizes=candidate.graph.size_of)
+    return self_mapped(exact, candidate.tensors)
+
+
+def non_unique_broadcast(candidate: Candidate) -> TensorView | None:
+    """A tensor with a broadcast dimension that meets iteration dimensions of two different
+    loops (nvFuser's ConcretizedBroadcastDomains::maybeNonUniquelyConcretized), or None.
+
+    In the exact map broadcast dimensions form classes of their own; a class is concretized
+    where one of its dimensions is aligned with an iteration dimension by some expr.
+    """
+    exact = DimGraph(candidate.exprs, exact=True, sizes=candidate.graph.size_of)
+    loose = candidate.dims  # pairs broadcasts with what they meet
+    concretized: dict[object, set[object]] = {}
+    owner: dict[object, TensorView] = {}
+    for tensor in candidate.tensors:
+        for position, domain in enumerate(tensor.domain):
+            if domain.is_broadcast:
+                owner.setdefault(exact.class_of(tensor, position), tensor)
+    iteration_by_loose: dict[object, set[object]] = {}
+    for tensor in candidate.tensors:
+        for position, domain in enumerate(tensor.domain):
+            if not domain.is_broadcast and not domain.is_reduction:
+                iteration_by_loose.setdefault(loose.class_of(tensor, position), set()).add(
+                    exact.class_of(tensor, position)
+                )
+    for tensor in candidate.tensors:
+        for position, domain in enumerate(tensor.domain):
+            if not domain.is_broadcast:
+                continue
+            met = iteration_by_loose.get(loose.class_of(tensor, position), set())
+            concretized.setdefault(exact.class_of(tensor, position), set()).update(met)
+    for broadcast_class, loops in concretized.items():
+        if len(loops) > 1:
+            return owner[broadcast_class]
+    return None
+
+
+def incompatible_reshapes(candidate: Candidate) -> TensorView | None:
+    """A tensor reshaped twice to different shapes: the reshapes cannot share a loop nest."""
     shapes: dict[int, tuple] = {}
     for expr in candidate.exprs:
         if expr.op is not OpType.reshape:
@@ -76,22 +134,47 @@ def incompatible_reshapes(candidate: Candidate) -> bool:
         source, out = expr.inputs[0], expr.output
         key = tuple(str(e) for e in out.shape)
         if shapes.setdefault(source.uid, key) != key:
-            return True
-    return False
+            return source
+    return None
 
 
-def memory_promotion_reason(candidate: Candidate) -> str | None:
+# nvFuser's getOpString of the ops rejectScheduleForMemoryPromotion checks, as of 2023 (a cat
+# is checked through the PadOps nvFuser builds it from)
+_OP_STRINGS_2023 = {
+    OpType.select: "SelectOp", OpType.index_select: "IndexSelectOp",
+    OpType.gather: "TorchGatherOp", OpType.take_along_axis: "TorchGatherOp",
+    OpType.slice: "SliceOp", OpType.pad: "PadOp", OpType.cat: "PadOp",
+}
+
+
+def memory_promotion_reason(candidate: Candidate, ctx: ScheduleContext) -> Rejection | None:
     """Index lookups and resize ops read straight from global memory: their input must be
-    a segment input (nvFuser's rejectScheduleForMemoryPromotion)."""
+    a segment input (nvFuser's rejectScheduleForMemoryPromotion).
+
+    Under io_to_lower_precision (nvfuser-2023, lower_precision.py) a slice or pad of a
+    half-precision edge reads the cast back to float instead, which is no segment input.
+    """
+    read_through_cast = candidate.input_uids & ctx.half_edges(candidate.graph.fusion)
     for expr in candidate.exprs:
         if expr.op in (OpType.select, OpType.index_select, OpType.gather,
                        OpType.take_along_axis) or expr.op in RESIZE_OPS:
             lookup = expr.inputs[0]
             sources = expr.tensor_inputs() if expr.op is OpType.cat else [lookup]
             for source in sources:
-                if not candidate.is_input(source):
-                    name = candidate.graph.name(source)
-                    return f"{name}, input of {expr.op.value} must be fusion input."
+                cast = expr.op in RESIZE_OPS and source.uid in read_through_cast
+                if candidate.is_input(source) and not cast:
+                    continue
+                name = candidate.graph.name(source)
+                producer = candidate.definition(source)
+                made_by = producer.op.value if producer is not None else "input"
+                if ctx.profile.first_input_wording:
+                    return Rejection.of(
+                        Reason.FIRST_INPUT_MUST_BE_FUSION_INPUT,
+                        op_string=_OP_STRINGS_2023[expr.op], tensor=name, op=expr.op.value,
+                        producer=made_by,
+                    )
+                return Rejection.of(Reason.MUST_BE_FUSION_INPUT, tensor=name, op=expr.op.value,
+                                    producer=made_by)
     return None
 
 
@@ -99,34 +182,38 @@ def has_mma(candidate: Candidate) -> bool:
     return any(e.op is OpType.mma for e in candidate.exprs)
 
 
-def elementwise_reason(candidate: Candidate, mma_reason: str) -> str | None:
+def elementwise_reason(
+    candidate: Candidate, ctx: ScheduleContext, mma_reason: Reason
+) -> Rejection | None:
     """What the schedulers of reduction-free kernels (pointwise, transpose) reject first, in
     nvFuser's order: an MmaOp (``mma_reason``), the memory-promotion rule, a reduction."""
     if has_mma(candidate):
-        return mma_reason
-    reason = memory_promotion_reason(candidate)
+        return Rejection.of(mma_reason)
+    reason = memory_promotion_reason(candidate, ctx)
     if reason:
         return reason
     if candidate.reduction_exprs:
-        return "no support for reduction ops"
+        reduction = candidate.reduction_exprs[0]
+        return Rejection.of(Reason.REDUCTION_IN_ELEMENTWISE, op=reduction.op.value,
+                            tensor=candidate.graph.name(reduction.tensor_outputs()[0]))
     return None
 
 
-def reduction_input_reason(candidate: Candidate) -> str | None:
+def reduction_input_reason(candidate: Candidate, ctx: ScheduleContext) -> Rejection | None:
     """What the reduction and persistent schedulers reject after finding a reduction: no
     tensor input, then the memory-promotion rule."""
     if not candidate.inputs:
-        return "Scheduling not supported with no input"
-    return memory_promotion_reason(candidate)
+        return Rejection.of(Reason.NO_INPUT)
+    return memory_promotion_reason(candidate, ctx)
 
 
-def unmapped_reduction_reason(candidate: Candidate) -> str | None:
+def unmapped_reduction_reason(candidate: Candidate) -> Rejection | None:
     """Reductions over different axes cannot share one kernel."""
     mismatch = reduction_signatures_agree(candidate)
     if not mismatch:
         return None
     first, second = (candidate.graph.name(e.tensor_outputs()[0]) for e in mismatch)
-    return f"Un-mapped multi-reduction: {first} and {second}"
+    return Rejection.of(Reason.UNMAPPED_REDUCTIONS, first=first, second=second)
 
 
 # -- reductions and persistence --------------------------------------------------------------
@@ -222,6 +309,50 @@ def persistent_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
     for buffer in persistent_buffers(candidate):
         total += row * max(dt.info(buffer.dtype).bits // 8, 1)
     return total
+
+
+def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
+    """The persistent bytes per row when the buffers are recomputed from the segment inputs
+    they come from (nvFuser's projected_persistent_buffer_size), or None when they cannot
+    be (a reshape on the way, or a buffer made after a reduction)."""
+    if any(e.op is OpType.reshape for e in candidate.exprs):
+        return None
+    row_total = persistent_bytes(candidate, ctx)
+    buffers = persistent_buffers(candidate)
+    if row_total is None or not buffers:
+        return None
+    row = row_total // sum(max(dt.info(b.dtype).bits // 8, 1) for b in buffers)
+    sources: dict[int, TensorView] = {}
+    for buffer in buffers:
+        found = _inputs_before_reductions(candidate, buffer)
+        if found is None:
+            return None
+        sources.update((t.uid, t) for t in found)
+    return sum(row * max(dt.info(t.dtype).bits // 8, 1) for t in sources.values())
+
+
+def _inputs_before_reductions(
+    candidate: Candidate, tensor: TensorView
+) -> list[TensorView] | None:
+    found, stack, seen = [], [tensor], set()
+    while stack:
+        value = stack.pop()
+        if value.uid in seen:
+            continue
+        seen.add(value.uid)
+        if candidate.is_input(value):
+            found.append(value)
+            continue
+        producer = candidate.definition(value)
+        if producer is None or producer.op.kind in (OpKind.REDUCTION, OpKind.NORMALIZATION):
+            return None
+        stack.extend(producer.tensor_inputs())
+    return found
+
+
+def recomputes_exp(candidate: Candidate) -> bool:
+    """Whether recomputing the buffers from the inputs would run an exp again."""
+    return any(e.op is OpType.exp for e in candidate.exprs)
 
 
 def reduction_signatures_agree(candidate: Candidate) -> tuple[Expr, Expr] | None:

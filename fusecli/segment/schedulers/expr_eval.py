@@ -19,8 +19,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fusecli.ir.optype import OpType
-from fusecli.segment.aliases import find_aliases
+from fusecli.segment.aliases import AliasAnalysis, find_aliases
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers.common import ATEN_ONLY_OPS
 from fusecli.segment.verdict import Scheduler, Verdict
 
@@ -33,31 +34,28 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if is_pointer_arithmetic(candidate, ctx):
         return Verdict.accept(NAME)
     if len(candidate.exprs) != 1:
-        return Verdict.reject(NAME, "Fusion must contain only a single expression.")
+        many = Rejection.of(Reason.NOT_SINGLE_EXPR, exprs=len(candidate.exprs))
+        return Verdict.reject(NAME, many)
     op = candidate.exprs[0].op
     if op in ATEN_ONLY_OPS or op is OpType.gather:
         return Verdict.accept(NAME)
     if op in (OpType.matmul, OpType.linear):
         if not ctx.switches.matmul_expr_eval:
-            return Verdict.reject(
-                NAME, "Matmul ATen evaluation was disabled by NVFUSER_DISABLE=matmul_expr_eval"
-            )
+            return Verdict.reject(NAME, Reason.MATMUL_EXPR_EVAL_DISABLED)
         return Verdict.accept(NAME)
-    return Verdict.reject(
-        NAME,
-        "Fusion must contain only a single expression of type "
-        "MatmulOp/LinearOp/SdpaFwdOp/SdpaBwdOp",
-    )
+    return Verdict.reject(NAME, Rejection.of(Reason.NOT_ATEN_EXPR, op=op.value))
 
 
-def is_pointer_arithmetic(candidate: Candidate, ctx: ScheduleContext) -> bool:
+def is_pointer_arithmetic(
+    candidate: Candidate, ctx: ScheduleContext, aliases: AliasAnalysis | None = None
+) -> bool:
     """allOutputsArePointerArithmetics: each output is an alias (aliases.py) of a segment
     input through the segment's own exprs, and no output is an in-place update.
 
     MarkAliasesPrepare gives every alias its alias-enabling allocation, so the analysis of the
     whole fusion holds inside the segment too: what a segment input aliases is its layout.
     """
-    aliases = ctx.aliases or find_aliases(candidate.graph.fusion, ctx.runtime)
+    aliases = aliases or ctx.aliases or find_aliases(candidate.graph.fusion, ctx.runtime)
     in_place = {o.value.uid for o in candidate.graph.fusion.outputs if o.alias_input is not None}
     for out in candidate.outputs:
         if out.uid in in_place:

@@ -15,6 +15,9 @@ scheduler supports fusions only with a single mma opor supports a mul-sum pair w
 replaced with a mma op", nvFuser's two strings concatenated without a space), and each MmaOp
 operand defined by a BroadcastOp whose input is a segment input or the output of a LoadStoreOp
 (set, permute): otherwise "MmaOp input has unsupported dependency".
+
+Profile ``nvfuser-2023`` (December 2023): the same rules, the count worded "Matmul scheduler
+supports fusions only with a single MMA op, got: <n>" (until PR #1507, January 2024).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.verdict import Scheduler, Verdict
 
 if TYPE_CHECKING:
@@ -38,32 +42,27 @@ _TRIVIAL_PROLOGUE = frozenset({OpType.set, OpType.broadcast, OpType.squeeze, OpT
 
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if ctx.profile.matmul_as_mma:
-        return _can_schedule_2024(candidate)
+        return _can_schedule_2024(candidate, ctx)
     patterns = [e for e in candidate.exprs if e.op in (OpType.matmul, OpType.linear, OpType.mma)]
     if not patterns:
-        return Verdict.reject(NAME, "No matmul patterns were found")
+        return Verdict.reject(NAME, Reason.NO_MATMUL)
     if not ctx.switches.fuse_matmul and any(e.op is not OpType.mma for e in patterns):
-        return Verdict.reject(
-            NAME,
-            "MatmulOp and LinearOp fusion is disabled by default. "
-            "Enable it using NVFUSER_ENABLE=fuse_matmul",
-        )
+        return Verdict.reject(NAME, Reason.MATMUL_FUSION_DISABLED)
     if len(patterns) > 1:
-        return Verdict.reject(NAME, "Only a single matmul pattern can currently be fused")
+        return Verdict.reject(NAME, Rejection.of(Reason.MULTIPLE_MATMULS, count=len(patterns)))
     pattern = patterns[0]
     operands = pattern.tensor_inputs()[:2]
     if any(operand.ndim < 2 for operand in operands):
-        return Verdict.reject(NAME, "Cannot fuse matrix-vector products")
+        return Verdict.reject(NAME, Reason.MATRIX_VECTOR)
     if any(o.dtype not in (DataType.Half, DataType.BFloat16) for o in operands):
-        return Verdict.reject(NAME, "Unsupported operand type. Operands must be fp16 or bf16")
+        return Verdict.reject(NAME, Reason.OPERAND_DTYPE)
     for operand in operands:
         offending = _non_trivial_prologue(candidate, operand)
         if offending is not None:
-            return Verdict.reject(
-                NAME,
-                f"Operand {candidate.graph.name(operand)} must have only trivial prologue ops "
-                f"(set, broadcast, squeeze) but found {offending.op.value}",
-            )
+            return Verdict.reject(NAME, Rejection.of(
+                Reason.NON_TRIVIAL_PROLOGUE, operand=candidate.graph.name(operand),
+                op=offending.op.value, expr=_expr_text(candidate, offending),
+            ))
     return Verdict.accept(NAME)
 
 
@@ -82,21 +81,18 @@ def _non_trivial_prologue(candidate: Candidate, operand: TensorView) -> Expr | N
     return None
 
 
-def _can_schedule_2024(candidate: Candidate) -> Verdict:
+def _can_schedule_2024(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     mmas = [e for e in candidate.exprs if e.op is OpType.mma]
+    if len(mmas) != 1 and ctx.profile.mma_count_wording_2023:
+        return Verdict.reject(NAME, Rejection.of(Reason.MMA_COUNT_2023, count=len(mmas)))
     if len(mmas) != 1:
-        return Verdict.reject(
-            NAME,
-            "Matmul scheduler supports fusions only with a single mma op"
-            "or supports a mul-sum pair which can be replaced with a mma op",
-        )
+        return Verdict.reject(NAME, Rejection.of(Reason.MMA_COUNT, count=len(mmas)))
     for operand in mmas[0].tensor_inputs():
         offending = _invalid_dependency(candidate, operand)
         if offending is not None:
-            return Verdict.reject(
-                NAME, "MmaOp input has unsupported dependency",
-                evidence=(offending, candidate.graph.name(operand)),
-            )
+            return Verdict.reject(NAME, Rejection.of(
+                Reason.MMA_DEPENDENCY, expr=offending, operand=candidate.graph.name(operand)
+            ))
     return Verdict.accept(NAME)
 
 

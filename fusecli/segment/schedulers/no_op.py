@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers.common import memory_promotion_reason
+from fusecli.segment.schedulers.expr_eval import is_pointer_arithmetic
 from fusecli.segment.verdict import Scheduler, Verdict
 
 if TYPE_CHECKING:
@@ -23,15 +25,24 @@ NAME = "no_op"
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if not candidate.exprs:
         return Verdict.accept(NAME)
+    fusion = candidate.graph.fusion
+    older = ctx.no_op_aliases(fusion)
+    # an input that crosses as half is cast back inside the segment: no pointer arithmetic
+    cast_back = candidate.input_uids & ctx.half_edges(fusion)
+    if older is not None and not cast_back and is_pointer_arithmetic(candidate, ctx, older):
+        return Verdict.accept(NAME)  # allOutputsArePointerArithmetics, #1478 to #3885
+    name = candidate.graph.name
     for expr in candidate.reduction_exprs:
         out = expr.tensor_outputs()[0]
         if not any(ctx.runtime.extent(d.extent) == 0 for d in out.logical):
-            return Verdict.reject(NAME, "reduction of non-zero elements is not supported")
+            return Verdict.reject(NAME, Rejection.of(Reason.NONZERO_REDUCTION, tensor=name(out)))
     for out in candidate.outputs:
-        if any(not d.is_broadcast and not d.is_reduction and
-               ctx.runtime.extent(d.extent) != 0 for d in out.domain):
-            return Verdict.reject(NAME, "output has a concrete dimension")
-    reason = memory_promotion_reason(candidate)
+        concrete = [p for p, d in enumerate(out.domain) if not d.is_broadcast and
+                    not d.is_reduction and ctx.runtime.extent(d.extent) != 0]
+        if concrete:
+            return Verdict.reject(NAME, Rejection.of(Reason.CONCRETE_OUTPUT, output=name(out),
+                                                     dimension=concrete[0]))
+    reason = memory_promotion_reason(candidate, ctx)
     if reason:
         return Verdict.reject(NAME, reason)
     return Verdict.accept(NAME)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers import common
 from fusecli.segment.verdict import Scheduler, Verdict
 
@@ -29,37 +30,152 @@ if TYPE_CHECKING:
     from fusecli.segment.rules import ScheduleContext
 
 
-def persistent(name: str, too_large: str, same_axes: bool = True) -> Scheduler:
+def persistent(name: str, too_large: Reason, same_axes: bool = True) -> Scheduler:
     """The persistent scheduler for the reduction type ``name``; ``same_axes``: its
     reductions must all reduce the same axes."""
 
     def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         if common.has_mma(candidate) or not candidate.reduction_exprs:
-            return Verdict.reject(name, "needs a reduction op")
-        reason = common.reduction_input_reason(candidate)
+            return Verdict.reject(name, Reason.NEEDS_REDUCTION)
+        reason = common.reduction_input_reason(candidate, ctx)
         if reason:
             return Verdict.reject(name, reason)
         found = common.reduction_type(candidate)
         if found != name:
-            return Verdict.reject(
-                name, f"scheduler_type doesn't match with reduction type `{found}`.")
+            wording = Reason.REDUCTION_TYPE if same_axes else Reason.COMBINED_REDUCTION_TYPE
+            return Verdict.reject(name, Rejection.of(wording, found=found))
+        if not same_axes:
+            reason = combined_reduction_reason(candidate)
+            if reason:
+                return Verdict.reject(name, reason)
         reason = common.unmapped_reduction_reason(candidate) if same_axes else None
         if reason:
             return Verdict.reject(name, reason)
         if not common.persistent_buffers(candidate):
-            return Verdict.reject(name, "no persistent buffer identified")
+            return Verdict.reject(name, Reason.NO_PERSISTENT_BUFFER)
         return Verdict.accept(name)
 
     def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+        if name == "inner_persistent":
+            return _inner_run_time(candidate, ctx)
         needed = common.persistent_bytes(candidate, ctx)
-        if needed is not None and needed > ctx.device.max_persistent_bytes:
-            return Verdict.reject(name, too_large, "run time")
+        limit = ctx.device.max_persistent_bytes
+        if needed is not None and needed > limit:
+            rejection = Rejection.of(too_large, bytes_per_row=needed, available=limit)
+            return Verdict.reject(name, rejection, "run time")
         return Verdict.accept(name)
 
     return Scheduler(name, compile_time, run_time, heuristics.reduction)
 
 
-INNER = persistent("inner_persistent", "not enough registers or shared memory for persistence.")
-OUTER = persistent("outer_persistent", "not enough registers for persistence")
-INNER_OUTER = persistent("inner_outer_persistent",
-                         "not enough registers or shared memory for persistence", False)
+# Recomputing a buffer with an exp from the inputs pays only above this size per row
+# (isProjectBufferToInputs, H100-class bandwidth to flops)
+PROJECT_WITH_EXP_BYTES = 6 * 4 * 1024
+
+
+def _inner_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    """InnerPersistentKernelScheduler::canScheduleRunTime on sm_90: buffers in registers only
+    (no shared memory persistence from Hopper on), half the register file of one SM, or of a
+    cluster of SMs for a 2-D reduction; projected to the inputs where that saves room."""
+    name = "inner_persistent"
+    needed = common.persistent_bytes(candidate, ctx)
+    if needed is None:
+        return Verdict.accept(name)
+    projected = common.projected_bytes(candidate, ctx)
+    available = ctx.device.persistent_register_bytes
+    if projected is not None and projected < needed and (
+        available < needed or not common.recomputes_exp(candidate)
+        or needed > PROJECT_WITH_EXP_BYTES
+    ):
+        needed = projected
+    three_d = any(len(common.reduced_positions(e)) > 1 for e in candidate.reduction_exprs)
+    if not three_d and available < needed:
+        available *= ctx.device.max_cluster_size
+    if needed > available:
+        rejection = Rejection.of(Reason.REGISTERS_ONLY_TOO_LARGE, bytes_per_row=needed,
+                                 available=available)
+        return Verdict.reject(name, rejection, "run time")
+    sms = -(-needed // ctx.device.persistent_register_bytes)
+    if sms > ctx.device.sm_count // 2:
+        return Verdict.reject(name, Rejection.of(Reason.OVER_HALF_GPU, sms=sms), "run time")
+    few = too_few_blocks(candidate, ctx)
+    if few:
+        return Verdict.reject(name, few, "run time")
+    return Verdict.accept(name)
+
+
+def combined_reduction_reason(candidate: Candidate) -> Rejection | None:
+    """The inner_outer_persistent scheduler's structure checks (normalization_inner_outer.cpp):
+    every inner reduction laid out [I,...,I,R,...,R] and every outer one [R,...,R,I,...,I], a
+    broadcast counting as neither; and some fusion input read by both."""
+    inner = [e for e in candidate.reduction_exprs if common.is_inner_reduction(e)]
+    outer = [e for e in candidate.reduction_exprs if not common.is_inner_reduction(e)]
+    if not all(_laid_out(e, reduced_last=True) for e in inner) or not all(
+        _laid_out(e, reduced_last=False) for e in outer
+    ):
+        return Rejection.of(Reason.COMBINED_LAYOUT)
+    if not _fusion_inputs_of(candidate, inner) & _fusion_inputs_of(candidate, outer):
+        return Rejection.of(Reason.COMBINED_NO_SHARED_INPUT)
+    return None
+
+
+def _laid_out(expr, reduced_last: bool) -> bool:
+    """Whether a reduction's output is iteration axes then reduction axes (or the reverse),
+    each run non-empty and nothing else (a broadcast) among them."""
+    kinds = ["R" if d.is_reduction else "B" if d.is_broadcast else "I"
+             for d in expr.tensor_outputs()[0].domain]
+    first, second = ("I", "R") if reduced_last else ("R", "I")
+    split = kinds.index(second) if second in kinds else len(kinds)
+    head, tail = kinds[:split], kinds[split:]
+    return bool(head) and bool(tail) and set(head) == {first} and set(tail) == {second}
+
+
+def _fusion_inputs_of(candidate: Candidate, exprs) -> set[int]:
+    """The complete fusion's inputs that the outputs of ``exprs`` depend on."""
+    found, stack, seen = set(), [e.tensor_outputs()[0] for e in exprs], set()
+    while stack:
+        value = stack.pop()
+        if value.uid in seen:
+            continue
+        seen.add(value.uid)
+        if value.uid in candidate.graph.input_uids:
+            found.add(value.uid)
+        producer = candidate.definition(value)
+        if producer is not None:
+            stack.extend(producer.tensor_inputs())
+    return found
+
+
+# the device properties nvFuser reads: maxThreadsPerMultiProcessor (2048 on sm_90), warp size
+MAX_THREADS_PER_SM = 2048
+WARP = 32
+
+
+def too_few_blocks(candidate: Candidate, ctx: ScheduleContext) -> Rejection | None:
+    """A large reduction over few rows: persistence would leave most SMs idle
+    (InnerPersistentKernelScheduler::canScheduleRunTime)."""
+    reduction = candidate.reduction_exprs[0]
+    source = reduction.tensor_inputs()[0]
+    out = reduction.tensor_outputs()[0]
+    reduced, iterated = 1, 1
+    for position, domain in enumerate(out.domain):
+        size = ctx.runtime.extent(source.domain[position].logical_extent) \
+            if position < len(source.domain) else None
+        if size is None:
+            return None
+        if domain.is_reduction:
+            reduced *= size
+        else:
+            iterated *= size
+    fastest = common.is_inner_reduction(reduction)
+    sm_count = ctx.device.sm_count
+    needed = sm_count // 8 if fastest else (WARP // 8) * sm_count
+    if reduced >= MAX_THREADS_PER_SM * 4 and iterated < needed:
+        return Rejection.of(Reason.NOT_ENOUGH_BLOCKS, rows=iterated, row_size=reduced,
+                            blocks_needed=needed)
+    return None
+
+
+INNER = persistent("inner_persistent", Reason.PERSISTENT_TOO_LARGE)
+OUTER = persistent("outer_persistent", Reason.OUTER_PERSISTENT_TOO_LARGE)
+INNER_OUTER = persistent("inner_outer_persistent", Reason.PERSISTENT_TOO_LARGE, False)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers import common
 from fusecli.segment.verdict import Scheduler, Verdict
 
@@ -29,13 +30,13 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         # nvFuser's canScheduleCompileTime searches for a reference first; an MmaOp is a
         # reduction op, refused after the search
         if find_reference(candidate, ctx) is None:
-            return Verdict.reject(NAME, "cannot find reference tensor")
-        return Verdict.reject(NAME, "no support for reduction ops")
-    reason = common.elementwise_reason(candidate, "cannot find reference tensor")
+            return Verdict.reject(NAME, Reason.NO_REFERENCE)
+        return Verdict.reject(NAME, Rejection.of(Reason.REDUCTION_IN_ELEMENTWISE, op="mma"))
+    reason = common.elementwise_reason(candidate, ctx, Reason.NO_REFERENCE)
     if reason:
         return Verdict.reject(NAME, reason)
     if find_reference(candidate, ctx) is None:
-        return Verdict.reject(NAME, "cannot find reference tensor")
+        return Verdict.reject(NAME, Reason.NO_REFERENCE)
     return Verdict.accept(NAME)
 
 
@@ -60,7 +61,7 @@ def find_reference(candidate: Candidate, ctx: ScheduleContext):
         covered |= _reshaped_from(candidate, output)
         if required <= covered:
             size = ctx.runtime.numel(output) or 0
-            if size > best_size:
+            if best is None or size > best_size:
                 best, best_size = output, size
     return best
 

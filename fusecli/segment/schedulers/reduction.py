@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers import common
 from fusecli.segment.verdict import Scheduler, Verdict
 
@@ -26,15 +27,15 @@ NAME = "reduction"
 
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if not candidate.reduction_exprs:
-        return Verdict.reject(NAME, "No reduction op to schedule")
-    reason = common.reduction_input_reason(candidate) or common.unmapped_reduction_reason(
+        return Verdict.reject(NAME, Reason.NO_REDUCTION)
+    reason = common.reduction_input_reason(candidate, ctx) or common.unmapped_reduction_reason(
         candidate)
     if reason:
         return Verdict.reject(NAME, reason)
-    if common.persistent_buffers(candidate):
-        return Verdict.reject(
-            NAME, "need persistent buffers that reduction scheduler doesn't handle"
-        )
+    buffers = common.persistent_buffers(candidate)
+    if buffers:
+        names = ", ".join(candidate.graph.name(b) for b in buffers)
+        return Verdict.reject(NAME, Rejection.of(Reason.NEEDS_PERSISTENCE, buffers=names))
     return Verdict.accept(NAME)
 
 
