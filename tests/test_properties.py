@@ -60,9 +60,16 @@ def test_float64_reference_keeps_shapes_and_is_close(case):
 
 
 def _rounds_midway(fusion) -> bool:
-    """A cast to a narrower floating type whose result other exprs read."""
+    """A value rounded to a narrower floating type that other exprs read: a cast down, or an
+    op whose result is narrower than the float32 it computes in (a bf16 matmul or linear,
+    whose output a later op upcasts)."""
     read = {v.uid for e in fusion.exprs for v in e.inputs}
     for expr in fusion.exprs:
+        if expr.op.value in ("matmul", "linear"):
+            out = expr.output
+            if dt.is_reduced_float(out.dtype) and out.uid in read:
+                return True
+            continue
         if expr.op.value != "cast":
             continue
         source, target = expr.inputs[0].dtype, expr.output.dtype

@@ -90,16 +90,18 @@ def test_seed_without_matmul_expr_eval_fails_like_nvfuser_2026():
     assert reasons["pointwise"] == "Matmul ops are not supported."
 
 
-def test_seed_with_fuse_matmul_rejects_the_reshape_prologue():
-    result = _segment(
-        "matmul_reshape_permute.py", switches=Switches(fuse_matmul=True)
-    )
+def test_seed_matmul_scheduler_rejects_the_reshape_prologue_first():
+    # as in real nvFuser's log: on sm_90 the operands' prologue is checked before the
+    # fuse_matmul option, so the permute + reshape + matmul candidate gets the prologue reason
+    result = _segment("matmul_reshape_permute.py")
     reshape_prologue = next(
         e for e in result.log if e.candidate.describe() == "permute, reshape, matmul"
     )
-    reasons = {v.scheduler: v.reason for v in reshape_prologue.verdicts}
-    assert "must have only trivial prologue ops" in reasons["matmul"]
-    assert reasons["matmul"].endswith("but found reshape")
+    (matmul,) = [v for v in reshape_prologue.verdicts if v.scheduler == "matmul"]
+    assert matmul.code == "non_trivial_prologue"
+    assert "must have only trivial prologue ops" in matmul.reason
+    assert matmul.reason.endswith("but found T4 = reshape(T3)")
+    assert matmul.facts["op"] == "reshape"
 
 
 def test_disabled_scheduler_is_never_asked():
@@ -266,3 +268,22 @@ def test_the_mma_dependency_advice_names_the_offending_producer(make: str, op: s
     assert f" = {op}(" in matmul.facts["expr"]
     advice = " ".join(segmented.failure.advice)
     assert f"= {op}(" in advice and ("a reshape here" not in advice)
+
+
+def test_a_batched_matmul_is_refused_explicitly_under_the_2024_profile():
+    """Before MatmulOp (May 2024) only 2-D matmuls were lowered to an MmaOp: a batched matmul
+    is no segment any scheduler of that date takes, transpose included, and the advice says
+    so with the operands' ranks."""
+    with FusionDefinition() as fd:
+        q = fd.define_tensor(shape=[2, 4, 8, 16], contiguity=[True] * 4,
+                             dtype=DataType.BFloat16)
+        k = fd.define_tensor(shape=[2, 4, 16, 8], contiguity=[True] * 4,
+                             dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.matmul(q, k))
+    x = [torch.randn(2, 4, 8, 16, dtype=torch.bfloat16),
+         torch.randn(2, 4, 16, 8, dtype=torch.bfloat16)]
+    segmented = segment_fusion(fd.fusion, x, profile="nvfuser-2024")
+    assert segmented.failure is not None
+    assert not any(v.accepted for v in segmented.failure.verdicts)
+    assert any("4-D x 4-D" in advice for advice in segmented.failure.advice)
+    assert segment_fusion(fd.fusion, x).ok

@@ -37,7 +37,18 @@ def advise(candidate: Candidate, verdicts: Sequence[Verdict], profile: str) -> t
             "Matmul ops run only through expr_eval (ATen) or, with --fuse-matmul, the matmul "
             "scheduler: re-enable matmul_expr_eval or pass --fuse-matmul."
         )
-    if expr_eval is None and {e.op for e in candidate.exprs} & {OpType.matmul, OpType.linear}:
+    unlowered = [e for e in candidate.exprs if e.op in (OpType.matmul, OpType.linear)]
+    if expr_eval is None and unlowered and profile in ("nvfuser-2024", "nvfuser-2023"):
+        shapes = " x ".join(
+            f"{len(t.logical)}-D" for t in unlowered[0].tensor_inputs()[:2]
+        )
+        advice.append(
+            f"The {profile} profile lowers only 2-D matmuls to broadcast + MmaOp; this "
+            f"{unlowered[0].op.value} ({shapes}) stays an op no scheduler of that date takes. "
+            "MatmulOp, LinearOp and the expr_eval (ATen) scheduler came with nvFuser #2175 and "
+            "#2209 (May 2024): rerun with --rules nvfuser to see it segment."
+        )
+    elif expr_eval is None and unlowered:
         advice.append("expr_eval, which runs MatmulOp/LinearOp through ATen, is disabled.")
     if not advice:
         advice.append(

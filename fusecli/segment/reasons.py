@@ -50,7 +50,7 @@ class Reason(Enum):
     OPERAND_DTYPE = "Unsupported operand type. Operands must be fp16 or bf16"
     NON_TRIVIAL_PROLOGUE = (
         "Operand {operand} must have only trivial prologue ops (set, broadcast, squeeze) "
-        "but found {op}"
+        "but found {expr}"
     )
     MMA_COUNT_2023 = "Matmul scheduler supports fusions only with a single MMA op, got: {count}"
     MMA_COUNT = (

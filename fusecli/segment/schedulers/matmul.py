@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 NAME = "matmul"
 
 _LOAD_STORE = frozenset({OpType.set, OpType.permute, OpType.segment_set, OpType.stride_order})
-_TRIVIAL_PROLOGUE = frozenset({OpType.set, OpType.broadcast, OpType.squeeze, OpType.cast})
+# LoadStoreOp, BroadcastOp and SqueezeOp: what may stand between an operand and the segment
+# input it reads on sm_90 (a cast may not)
+_TRIVIAL_PROLOGUE = _LOAD_STORE | {OpType.broadcast, OpType.squeeze}
 
 
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
@@ -46,23 +48,27 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     patterns = [e for e in candidate.exprs if e.op in (OpType.matmul, OpType.linear, OpType.mma)]
     if not patterns:
         return Verdict.reject(NAME, Reason.NO_MATMUL)
-    if not ctx.switches.fuse_matmul and any(e.op is not OpType.mma for e in patterns):
-        return Verdict.reject(NAME, Reason.MATMUL_FUSION_DISABLED)
+    # isMatmulFusionDefinitionSupported's order (matmul_utils.cpp): per pattern the operands'
+    # prologue (sm_90), then the MatmulOp/LinearOp checks; the pattern count after all
+    for pattern in patterns:
+        operands = pattern.tensor_inputs()[:2]
+        for operand in operands:
+            offending = _non_trivial_prologue(candidate, operand)
+            if offending is not None:
+                return Verdict.reject(NAME, Rejection.of(
+                    Reason.NON_TRIVIAL_PROLOGUE, operand=candidate.graph.name(operand),
+                    expr=_expr_text(candidate, offending), op=offending.op.value,
+                ))
+        if pattern.op is OpType.mma:
+            continue
+        if not ctx.switches.fuse_matmul:
+            return Verdict.reject(NAME, Reason.MATMUL_FUSION_DISABLED)
+        if any(operand.ndim < 2 for operand in operands):
+            return Verdict.reject(NAME, Reason.MATRIX_VECTOR)
+        if any(o.dtype not in (DataType.Half, DataType.BFloat16) for o in operands):
+            return Verdict.reject(NAME, Reason.OPERAND_DTYPE)
     if len(patterns) > 1:
         return Verdict.reject(NAME, Rejection.of(Reason.MULTIPLE_MATMULS, count=len(patterns)))
-    pattern = patterns[0]
-    operands = pattern.tensor_inputs()[:2]
-    if any(operand.ndim < 2 for operand in operands):
-        return Verdict.reject(NAME, Reason.MATRIX_VECTOR)
-    if any(o.dtype not in (DataType.Half, DataType.BFloat16) for o in operands):
-        return Verdict.reject(NAME, Reason.OPERAND_DTYPE)
-    for operand in operands:
-        offending = _non_trivial_prologue(candidate, operand)
-        if offending is not None:
-            return Verdict.reject(NAME, Rejection.of(
-                Reason.NON_TRIVIAL_PROLOGUE, operand=candidate.graph.name(operand),
-                op=offending.op.value, expr=_expr_text(candidate, offending),
-            ))
     return Verdict.accept(NAME)
 
 
