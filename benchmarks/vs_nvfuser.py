@@ -1,0 +1,359 @@
+"""fusecli against real nvFuser through the public path, ``fd.execute``, in one process.
+
+On the GPU machine, with nvFuser's wheel unpacked (``. .nvfuser/activate.sh``; see the README):
+
+    PYTHONPATH=.:$PYTHONPATH python3 benchmarks/vs_nvfuser.py [--corpus] [--compile] [--json F]
+
+Every fusion is defined once with ``fusecli.frontend``. nvFuser gets the same definition the
+way ``--engine nvfuser`` gives it (``fusecli convert --to direct``), so both run the same
+nvFuser-API definition on the same inputs. Each is timed warm with CUDA events, as the median
+of ``--iters`` calls of ``fd.execute``, next to eager torch (and ``torch.compile`` with
+``--compile``). GB/s counts each input and output once; % is of the device's copy bandwidth,
+measured in the same run. Host time is per warm ``fd.execute`` of a one-op fusion over 1,024
+floats, with one synchronize after 2,000 calls. Memory: fusecli's device memory and host RSS
+before and after 10,000 warm calls. ``--corpus`` adds ``tests/nvfuser_corpus/`` (LLM-block
+shapes). Without nvfuser_direct the other columns run and the table says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)  # before torch: the nvFuser wheel needs it
+
+import torch  # noqa: E402
+
+from fusecli.frontend import DataType, FusionDefinition  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- the fusions of issue 10's table, at its sizes ------------------------------------------
+
+
+def rms_norm(fd: FusionDefinition, rows: int = 16384, hidden: int = 8192) -> None:
+    x = fd.define_tensor(shape=[rows, hidden], contiguity=[True, True],
+                         dtype=DataType.BFloat16)
+    w = fd.define_tensor(shape=[hidden], contiguity=[True], dtype=DataType.BFloat16)
+    xf = fd.ops.cast(x, dtype=DataType.Float)
+    total = fd.ops.sum(fd.ops.mul(xf, xf), dims=[1], keepdim=False, dtype=DataType.Null)
+    mean = fd.ops.div(fd.ops.broadcast_in_dim(total, shape=[rows, 1], broadcast_dims=[0]),
+                      fd.define_scalar(float(hidden), dtype=DataType.Double))
+    rstd = fd.ops.rsqrt(fd.ops.add(mean, fd.define_scalar(1e-5, dtype=DataType.Double)))
+    y = fd.ops.mul(xf, fd.ops.broadcast_in_dim(rstd, shape=[rows, hidden],
+                                               broadcast_dims=[0, 1]))
+    wf = fd.ops.cast(fd.ops.broadcast_in_dim(w, shape=[rows, hidden], broadcast_dims=[1]),
+                     dtype=DataType.Float)
+    fd.add_output(fd.ops.cast(fd.ops.mul(y, wf), dtype=DataType.BFloat16))
+
+
+def layer_norm(fd: FusionDefinition, rows: int = 16384, hidden: int = 8192) -> None:
+    x = fd.define_tensor(shape=[rows, hidden], contiguity=[True, True],
+                         dtype=DataType.BFloat16)
+    w = fd.define_tensor(shape=[hidden], contiguity=[True], dtype=DataType.BFloat16)
+    b = fd.define_tensor(shape=[hidden], contiguity=[True], dtype=DataType.BFloat16)
+    xf = fd.ops.cast(x, dtype=DataType.Float)
+    var, mean = fd.ops.var_mean(xf, dims=[1], correction=0, keepdim=False)
+    full = [rows, hidden]
+    centered = fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape=full, broadcast_dims=[0]))
+    rstd = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5, dtype=DataType.Double)))
+    y = fd.ops.mul(centered, fd.ops.broadcast_in_dim(rstd, shape=full, broadcast_dims=[0]))
+    wf = fd.ops.cast(fd.ops.broadcast_in_dim(w, shape=full, broadcast_dims=[1]),
+                     dtype=DataType.Float)
+    bf = fd.ops.cast(fd.ops.broadcast_in_dim(b, shape=full, broadcast_dims=[1]),
+                     dtype=DataType.Float)
+    fd.add_output(fd.ops.cast(fd.ops.add(fd.ops.mul(y, wf), bf), dtype=DataType.BFloat16))
+
+
+def softmax(fd: FusionDefinition, rows: int = 8192, cols: int = 8192) -> None:
+    x = fd.define_tensor(shape=[rows, cols], contiguity=[True, True], dtype=DataType.Float)
+    top = fd.ops.max(x, dims=[1], keepdim=False, dtype=DataType.Null)
+    e = fd.ops.exp(fd.ops.sub(x, fd.ops.broadcast_in_dim(top, shape=[rows, cols],
+                                                         broadcast_dims=[0])))
+    total = fd.ops.sum(e, dims=[1], keepdim=False, dtype=DataType.Null)
+    fd.add_output(fd.ops.div(e, fd.ops.broadcast_in_dim(total, shape=[rows, cols],
+                                                        broadcast_dims=[0])))
+
+
+def silu_mul(fd: FusionDefinition, rows: int = 65536, cols: int = 4096) -> None:
+    gate = fd.define_tensor(shape=[rows, cols], contiguity=[True, True],
+                            dtype=DataType.BFloat16)
+    up = fd.define_tensor(shape=[rows, cols], contiguity=[True, True], dtype=DataType.BFloat16)
+    g = fd.ops.cast(gate, dtype=DataType.Float)
+    silu = fd.ops.mul(g, fd.ops.sigmoid(g))
+    out = fd.ops.mul(silu, fd.ops.cast(up, dtype=DataType.Float))
+    fd.add_output(fd.ops.cast(out, dtype=DataType.BFloat16))
+
+
+def transpose_add(fd: FusionDefinition, size: int = 8192) -> None:
+    a = fd.define_tensor(shape=[size, size], contiguity=[True, True], dtype=DataType.BFloat16)
+    b = fd.define_tensor(shape=[size, size], contiguity=[True, True], dtype=DataType.BFloat16)
+    total = fd.ops.add(fd.ops.cast(fd.ops.permute(a, dims=[1, 0]), dtype=DataType.Float),
+                       fd.ops.cast(b, dtype=DataType.Float))
+    fd.add_output(fd.ops.cast(total, dtype=DataType.BFloat16))
+
+
+def sum_dim0(fd: FusionDefinition, rows: int = 65536, cols: int = 4096) -> None:
+    x = fd.define_tensor(shape=[rows, cols], contiguity=[True, True], dtype=DataType.Float)
+    fd.add_output(fd.ops.sum(x, dims=[0], keepdim=False, dtype=DataType.Null))
+
+
+def dropout_residual(fd: FusionDefinition, rows: int = 16384, cols: int = 8192) -> None:
+    x = fd.define_tensor(shape=[rows, cols], contiguity=[True, True], dtype=DataType.BFloat16)
+    res = fd.define_tensor(shape=[rows, cols], contiguity=[True, True],
+                           dtype=DataType.BFloat16)
+    xf = fd.ops.cast(x, dtype=DataType.Float)
+    keep = fd.ops.lt(fd.ops.rand_like(xf), fd.define_scalar(0.9, dtype=DataType.Double))
+    dropped = fd.ops.mul(fd.ops.where(keep, xf, fd.define_scalar(0.0, dtype=DataType.Double)),
+                         fd.define_scalar(1.0 / 0.9, dtype=DataType.Double))
+    out = fd.ops.add(dropped, fd.ops.cast(res, dtype=DataType.Float))
+    fd.add_output(fd.ops.cast(out, dtype=DataType.BFloat16))
+
+
+def _bf16(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+
+
+def _f32(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, device="cuda", dtype=torch.float32)
+
+
+def _eager_rms(x, w):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(1, keepdim=True) + 1e-5) * w.float()).bfloat16()
+
+
+def _eager_dropout(x, res):
+    xf = x.float()
+    keep = torch.rand_like(xf) < 0.9
+    return (torch.where(keep, xf, 0.0) / 0.9 + res.float()).bfloat16()
+
+
+@dataclass
+class Case:
+    name: str
+    define: Callable[[FusionDefinition], None]
+    inputs: Callable[[], list[Any]]
+    eager: Callable[..., torch.Tensor]
+    random: bool = False
+
+
+CASES = [
+    Case("RMSNorm bf16 16384x8192", rms_norm, lambda: [_bf16(16384, 8192), _bf16(8192)],
+         _eager_rms),
+    Case("LayerNorm bf16 16384x8192", layer_norm,
+         lambda: [_bf16(16384, 8192), _bf16(8192), _bf16(8192)],
+         lambda x, w, b: torch.nn.functional.layer_norm(x.float(), (8192,), w.float(),
+                                                        b.float()).bfloat16()),
+    Case("softmax f32 8192x8192", softmax, lambda: [_f32(8192, 8192)],
+         lambda x: torch.softmax(x, dim=1)),
+    Case("SiLU*mul bf16 65536x4096", silu_mul, lambda: [_bf16(65536, 4096), _bf16(65536, 4096)],
+         lambda g, u: (torch.nn.functional.silu(g.float()) * u.float()).bfloat16()),
+    Case("transpose+add bf16 8192x8192", transpose_add,
+         lambda: [_bf16(8192, 8192), _bf16(8192, 8192)],
+         lambda a, b: (a.t().float() + b.float()).bfloat16()),
+    Case("sum over dim 0 f32 65536x4096", sum_dim0, lambda: [_f32(65536, 4096)],
+         lambda x: x.sum(0)),
+    Case("dropout+residual bf16 16384x8192", dropout_residual,
+         lambda: [_bf16(16384, 8192), _bf16(16384, 8192)], _eager_dropout, random=True),
+]
+
+
+# -- measuring ------------------------------------------------------------------------------
+
+
+def median_ms(run: Callable[[], Any], iters: int) -> float:
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def moved_bytes(inputs: list[Any], outputs: list[torch.Tensor]) -> int:
+    tensors = [t for t in [*inputs, *outputs] if isinstance(t, torch.Tensor)]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def copy_bandwidth(iters: int) -> float:
+    source = torch.empty(1 << 29, device="cuda", dtype=torch.float32)  # 2 GiB
+    target = torch.empty_like(source)
+    ms = median_ms(lambda: target.copy_(source), iters)
+    return 2 * source.numel() * 4 / ms / 1e6
+
+
+def nvfuser_module():
+    try:
+        import nvfuser_direct
+    except ImportError as error:
+        return None, str(error).splitlines()[0] if str(error) else type(error).__name__
+    return nvfuser_direct, None
+
+
+def nvfuser_definition(fd: FusionDefinition, name: str, inputs: list[Any], nvfuser) -> Any:
+    """The same definition in nvfuser_direct, translated as ``--engine nvfuser`` does."""
+    from fusecli.engines.nvfuser import direct_definition
+    from fusecli.load.model import LoadedFusion
+
+    loaded = LoadedFusion(Path(f"{name}.py"), name, fd, inputs, None, "python")
+    namespace: dict[str, Any] = {"__name__": "vs_nvfuser"}
+    exec(compile(direct_definition(loaded), f"<{name}: direct>", "exec"), namespace)
+    return namespace["fd"]
+
+
+@dataclass
+class Row:
+    fusion: str
+    gbps: dict[str, float | None]
+    note: str = ""
+
+
+def measure(name: str, fusecli_fd: Any, inputs: list[Any], eager: Callable | None,
+            nvfuser, args) -> Row:
+    gbps: dict[str, float | None] = {}
+    outputs = fusecli_fd.execute(inputs)
+    size = moved_bytes(inputs, outputs)
+    gbps["fusecli"] = size / median_ms(lambda: fusecli_fd.execute(inputs), args.iters) / 1e6
+    note = ""
+    if nvfuser is not None:
+        try:
+            nv_fd = nvfuser_definition(fusecli_fd, name, inputs, nvfuser)
+            nv_fd.execute(inputs)
+            gbps["nvfuser"] = size / median_ms(lambda: nv_fd.execute(inputs), args.iters) / 1e6
+        except Exception as error:  # nvFuser's own failure is the row's note
+            gbps["nvfuser"] = None
+            note = f"nvFuser: {str(error).splitlines()[0][:80]}"
+    if eager is not None:
+        gbps["eager"] = size / median_ms(lambda: eager(*inputs), args.iters) / 1e6
+        if args.compile:
+            compiled = torch.compile(eager)
+            gbps["compile"] = size / median_ms(lambda: compiled(*inputs), args.iters) / 1e6
+    return Row(name, gbps, note)
+
+
+def host_us(execute: Callable[[], Any], calls: int = 2000) -> float:
+    for _ in range(50):
+        execute()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(calls):
+        execute()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - started) / calls * 1e6
+
+
+def one_op(fd: FusionDefinition) -> None:
+    fd.add_output(fd.ops.relu(fd.define_tensor(shape=[1024], contiguity=[True],
+                                               dtype=DataType.Float)))
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def corpus_cases() -> list[tuple[str, Any, list[Any]]]:
+    from fusecli.load import discover, load_path
+
+    found = []
+    for path in discover([ROOT / "tests" / "nvfuser_corpus"]):
+        for loaded in load_path(path, device="cuda"):
+            inputs = [x.cuda() if isinstance(x, torch.Tensor) and not x.is_cuda and x.ndim
+                      else x for x in loaded.inputs]
+            found.append((loaded.name, loaded.fd, inputs))
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--corpus", action="store_true", help="add tests/nvfuser_corpus/")
+    parser.add_argument("--compile", action="store_true", help="add a torch.compile column")
+    parser.add_argument("--memory-calls", type=int, default=10000)
+    parser.add_argument("--json", type=Path, help="write the rows here too")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("vs_nvfuser: needs a GPU", file=sys.stderr)
+        return 4
+    nvfuser, missing = nvfuser_module()
+    copy = copy_bandwidth(args.iters)
+    rows = []
+    for case in CASES:
+        with FusionDefinition() as fd:
+            case.define(fd)
+        rows.append(measure(case.name, fd, case.inputs(), case.eager, nvfuser, args))
+        print(f"measured {case.name}", file=sys.stderr, flush=True)
+    if args.corpus:
+        for name, fd, inputs in corpus_cases():
+            try:
+                rows.append(measure(name, fd, inputs, None, nvfuser, args))
+            except Exception as error:  # one fusion's failure is its row
+                rows.append(Row(name, {}, f"fusecli: {str(error).splitlines()[0][:80]}"))
+    with FusionDefinition() as small:
+        one_op(small)
+    x = torch.randn(1024, device="cuda")
+    host = {"fusecli": host_us(lambda: small.execute([x])),
+            "eager": host_us(lambda: torch.relu(x))}
+    if nvfuser is not None:
+        nv_small = nvfuser_definition(small, "relu", [x], nvfuser)
+        host["nvfuser"] = host_us(lambda: nv_small.execute([x]))
+    torch.cuda.synchronize()
+    memory_before, rss_before = torch.cuda.memory_allocated(), rss_mb()
+    for _ in range(args.memory_calls):
+        small.execute([x])
+    torch.cuda.synchronize()
+    memory_after, rss_after = torch.cuda.memory_allocated(), rss_mb()
+
+    print(f"\ncopy bandwidth {copy:.0f} GB/s; GB/s per fusion (inputs + outputs once), median "
+          f"of {args.iters} warm fd.execute calls")
+    if nvfuser is None:
+        print(f"real nvFuser not available ({missing}): its columns are empty")
+    columns = ["nvfuser", "fusecli", "eager"] + (["compile"] if args.compile else [])
+    header = f"{'fusion':<36}" + "".join(f"{c:>10}" for c in columns)
+    print(header + f"{'% copy':>9}{'vs nvF':>9}")
+    for row in rows:
+        cells = "".join(
+            f"{row.gbps[c]:>10.0f}" if row.gbps.get(c) is not None else f"{'-':>10}"
+            for c in columns
+        )
+        ours, theirs = row.gbps.get("fusecli"), row.gbps.get("nvfuser")
+        share = f"{100 * ours / copy:>8.1f}%" if ours else f"{'-':>9}"
+        ratio = f"{ours / theirs:>8.2f}x" if ours and theirs else f"{'-':>9}"
+        print(f"{row.fusion[:36]:<36}{cells}{share}{ratio}" + (f"  {row.note}" if row.note
+                                                                else ""))
+    print("\nhost time per warm fd.execute of relu over 1,024 floats: " + ", ".join(
+        f"{k} {v:.1f} us" for k, v in host.items()))
+    print(f"fusecli over {args.memory_calls} warm calls: device memory "
+          f"{memory_before / 2**20:.1f} -> {memory_after / 2**20:.1f} MiB, host RSS "
+          f"{rss_before:.0f} -> {rss_after:.0f} MB")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "copy_gbps": copy, "rows": [asdict(r) for r in rows], "host_us": host,
+            "memory": {"device_before": memory_before, "device_after": memory_after,
+                       "rss_before_mb": rss_before, "rss_after_mb": rss_after},
+        }, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
