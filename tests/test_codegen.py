@@ -611,8 +611,10 @@ def test_a_reduction_over_a_broadcast_dim_is_not_run_as_the_segments_row():
         fd.add_output(t8)
     x = torch.tensor([[0.48], [0.43], [-0.41]], dtype=torch.float16)
     check_on_emulator(fd.fusion, [x])  # any kernel generated must match the reference
-    ((segment, kernel),) = kernels_of(fd.fusion, [x])
-    assert segment.scheduler == "reduction"
+    # the broadcast of the second prod meets t0 after the reductions: a pointwise segment of
+    # its own, as nvFuser's hasPostReductionBCast makes it
+    (segment, kernel), (after, _) = kernels_of(fd.fusion, [x])
+    assert (segment.scheduler, after.scheduler) == ("reduction", "pointwise")
     assert kernel.reason == "T6 reduces a row of another length than T2's in segment 0"
 
 

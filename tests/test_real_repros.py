@@ -309,3 +309,40 @@ def test_the_repeated_execute_benchmark_script_is_one_record(tmp_path):
     (loaded,) = load_path(path, device="cpu")
     assert any("called 100 times" in notice for notice in loaded.notices), loaded.notices
     assert run_loaded(loaded, RunOptions(executor="aten", device="cpu")).status == "pass"
+
+
+def test_a_scalar_output_is_compared_as_a_zero_dim_tensor(tmp_path):
+    """``fd.add_output(S)`` of a scalar: fd.execute returns a 0-dim tensor and the reference a
+    Python number; ``fusecli run`` compares the two (it used to stop on an internal error)."""
+    from click.testing import CliRunner
+
+    from fusecli.cli.main import cli, register
+
+    register()
+    script = tmp_path / "scalar_output.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from nvfuser import FusionDefinition, DataType
+
+        def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
+            T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+            S1 = fd.define_scalar(None, dtype=DataType.Double)
+            S2 = fd.define_scalar(None, dtype=DataType.Double)
+            S3 = fd.ops.mul(S1, S2)
+            T4 = fd.ops.mul(T0, S3)
+            fd.add_output(T4)
+            fd.add_output(S3)
+
+        with FusionDefinition() as fd:
+            nvfuser_fusion_id0(fd)
+
+        inputs = [torch.randn(8, device='cuda:0'), 1.5, -2.0]
+        fd.execute(inputs)
+        """))
+    result = CliRunner().invoke(cli, ["run", str(script), "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    (record,) = json.loads(result.stdout)["fusions"]
+    assert record["status"] == "pass"
+    assert record["outputs"][1]["shape"] == [] and record["outputs"][1]["ok"]

@@ -85,6 +85,11 @@ def diff_outputs(
     analytic = wants_analytic and precise is not None and bounds is not None
     diffs = []
     for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        if not isinstance(want, torch.Tensor):  # a scalar output: fd.execute gives a 0-dim
+            want = torch.as_tensor(  # tensor, the reference a Python number
+                want, dtype=got.dtype if isinstance(got, torch.Tensor) else None,
+                device=got.device if isinstance(got, torch.Tensor) else None,
+            )
         same = identical[index]
         if same is not None:
             if not wants_analytic:  # the tolerance it would have been judged by, for the report

@@ -17,12 +17,15 @@ from fusecli.ir.nodes import Expr, Fusion, IterDomain, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.mark_aliases import mark_aliases_prepare
+from fusecli.segment.move_gather import move_gather
 from fusecli.segment.rules import RuleProfile
 
 
 def pre_segmentation(fusion: Fusion, profile: RuleProfile, runtime: RuntimeInfo) -> Fusion:
     """``fusion`` as the profile's segmenter sees it (``runtime``: the inputs' sizes)."""
     lowered = lower_for_profile(fusion, profile)
+    if profile.move_gather:
+        lowered = move_gather(lowered)
     if profile.mark_aliases_prepare:
         return mark_aliases_prepare(lowered, runtime)
     return lowered

@@ -60,9 +60,11 @@ class Reason(Enum):
     MMA_DEPENDENCY = "MmaOp input has unsupported dependency"
     # reduction and the persistent schedulers
     NO_REDUCTION = "No reduction op to schedule"
+    REFERENCE_NOT_COVERING = "Output contains ID that's not scheduled by reference tv."
     NO_INPUT = "Scheduling not supported with no input"
     UNMAPPED_REDUCTIONS = "Un-mapped multi-reduction: {first} and {second}"
     NEEDS_PERSISTENCE = "need persistent buffers that reduction scheduler doesn't handle"
+    POST_REDUCTION = "has unsupported post reduction fusion"
     NEEDS_REDUCTION = "needs a reduction op"
     REDUCTION_TYPE = "scheduler_type doesn't match with reduction type `{found}`."
     COMBINED_REDUCTION_TYPE = "schedulerType() doesn't match with reduction type `{found}`."
@@ -80,6 +82,8 @@ class Reason(Enum):
         "supported yet."
     )
     OVER_HALF_GPU = "requires over half GPU persistence."
+    NOT_ENOUGH_VECTORIZED = "not enough vectorized"
+    NON_WELFORD_GRID = "non-Welford not enabled yet"
     NO_PERSISTENT_BUFFER = "no persistent buffer identified"
     PERSISTENT_TOO_LARGE = "not enough registers or shared memory for persistence."
     OUTER_PERSISTENT_TOO_LARGE = "not enough registers for persistence"

@@ -62,6 +62,9 @@ class RuleProfile:
     # forwardInputs treats a FullOp's output as a fusion input, so each consumer segment gets
     # its own full (#4269, April 2025)
     forward_full: bool = True
+    # MoveGatherPass: a take_along_axis moves ahead of the unary op making its lookup tensor
+    # (#4399, June 2025; move_gather.py)
+    move_gather: bool = True
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -93,6 +96,7 @@ PROFILES: dict[str, RuleProfile] = {
                                  OpType.permute, OpType.slice, OpType.broadcast,
                                  OpType.squeeze}),
         forward_full=False,
+        move_gather=False,
     ),
     "nvfuser-2023": RuleProfile(
         name="nvfuser-2023",
@@ -113,6 +117,7 @@ PROFILES: dict[str, RuleProfile] = {
         no_op_aliases=frozenset({OpType.reshape, OpType.set, OpType.segment_set,
                                  OpType.permute, OpType.slice}),
         forward_full=False,
+        move_gather=False,
     ),
 }
 

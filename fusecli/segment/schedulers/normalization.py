@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fusecli.ir import dtype as dt
+from fusecli.ir.optype import OpType
 from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.reasons import Reason, Rejection
-from fusecli.segment.schedulers import common
+from fusecli.segment.schedulers import common, coverage
 from fusecli.segment.verdict import Scheduler, Verdict
 
 if TYPE_CHECKING:
@@ -38,6 +40,10 @@ def persistent(name: str, too_large: Reason, same_axes: bool = True) -> Schedule
         if common.has_mma(candidate) or not candidate.reduction_exprs:
             return Verdict.reject(name, Reason.NEEDS_REDUCTION)
         reason = common.reduction_input_reason(candidate, ctx)
+        if reason:
+            return Verdict.reject(name, reason)
+        reason = coverage.reference_coverage_reason(candidate, check_inputs=False) \
+            if same_axes else None
         if reason:
             return Verdict.reject(name, reason)
         found = common.reduction_type(candidate)
@@ -58,6 +64,8 @@ def persistent(name: str, too_large: Reason, same_axes: bool = True) -> Schedule
     def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         if name == "inner_persistent":
             return _inner_run_time(candidate, ctx)
+        if name == "outer_persistent":
+            return _outer_run_time(candidate, ctx)
         needed = common.persistent_bytes(candidate, ctx)
         limit = ctx.device.max_persistent_bytes
         if needed is not None and needed > limit:
@@ -102,6 +110,57 @@ def _inner_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if few:
         return Verdict.reject(name, few, "run time")
     return Verdict.accept(name)
+
+
+K_MIN_BDIMX = 8  # normalization_scheduler_utils::PreferredLaunchConfig::kMinBdimx
+WELFORD_OPS = frozenset({OpType.var_mean, OpType.var, OpType.welford})
+
+
+def _outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    """OuterPersistentKernelScheduler::canScheduleRunTime: buffers (projected where smaller)
+    in the register files of the whole GPU; a row needing more than one SM's registers for
+    the minimum of 8 x vectorization rows at once is persisted across the grid, which needs
+    4-way vectorization and Welford reductions (grid persistence of plain sums is disabled)."""
+    name = "outer_persistent"
+    needed = common.persistent_bytes(candidate, ctx)
+    if needed is None:
+        return Verdict.accept(name)
+    projected = common.projected_bytes(candidate, ctx)
+    if projected:
+        needed = min(needed, projected)
+    sm_bytes = ctx.device.register_file_bytes
+    if needed > sm_bytes * ctx.device.sm_count:
+        rejection = Rejection.of(Reason.OUTER_PERSISTENT_TOO_LARGE, bytes_per_row=needed,
+                                 available=sm_bytes * ctx.device.sm_count)
+        return Verdict.reject(name, rejection, "run time")
+    vectorize = _vectorization(candidate, ctx)
+    required = -(-needed * vectorize * K_MIN_BDIMX // sm_bytes)
+    if required > ctx.device.sm_count // 2:
+        return Verdict.reject(name, Rejection.of(Reason.OVER_HALF_GPU, sms=required),
+                              "run time")
+    if required > 1:  # cross-grid persistence
+        if vectorize < 4:
+            return Verdict.reject(name, Rejection.of(Reason.NOT_ENOUGH_VECTORIZED,
+                                                     vectorize=vectorize), "run time")
+        plain = [e for e in candidate.reduction_exprs if e.op not in WELFORD_OPS]
+        if plain:
+            return Verdict.reject(name, Rejection.of(
+                Reason.NON_WELFORD_GRID, op=plain[0].op.value, sms=required), "run time")
+    return Verdict.accept(name)
+
+
+def _vectorization(candidate: Candidate, ctx: ScheduleContext) -> int:
+    """The vectorization of the reduced tensor's innermost iteration dimension: 16 bytes,
+    as far as that dimension's size divides."""
+    reduction = candidate.reduction_exprs[0]
+    source = reduction.tensor_inputs()[0]
+    width = max(16 // max(dt.info(source.dtype).bits // 8, 1), 1)
+    size = ctx.runtime.extent(source.logical[-1].logical_extent) if source.logical else None
+    if size is None:
+        return 1
+    while width > 1 and size % width:
+        width //= 2
+    return width
 
 
 def combined_reduction_reason(candidate: Candidate) -> Rejection | None:
