@@ -23,12 +23,7 @@ GOLDENS = ROOT / "tests" / "golden" / "nvfuser"
 OUTCOMES = json.loads((GOLDENS / "outcomes.json").read_text(encoding="utf-8"))
 
 # fusion -> why fusecli's segments differ from nvFuser's (issue 9 closes these).
-KNOWN_DIVERGENCES = {
-    "x_batchnorm_bwd_nchw": "merge order: nvFuser puts the two channel sums in one reduction "
-    "segment and their divisions in the pointwise one; fusecli's merges pair each sum with its "
-    "division first, so it ends with a reduction segment per sum (every scheduler verdict on "
-    "the whole fusion is nvFuser's)",
-}
+KNOWN_DIVERGENCES: dict[str, str] = {}
 # Fusions whose segments are compared expr by expr, edges included: those MarkAliasesPrepare
 # cuts (a SegmenterSet after the seed's matmul, after three reductions kept as broadcasts).
 EXPR_LEVEL = ("matmul_reshape_permute", "reductions", "attention_scores_mask")

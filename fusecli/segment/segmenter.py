@@ -18,6 +18,7 @@ The decision log records every candidate and every verdict, but only when asked 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 
 from fusecli.ir import dtype as dt
@@ -25,6 +26,7 @@ from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.aliases import find_aliases
 from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
+from fusecli.segment.combine_reductions import combine_reductions
 from fusecli.segment.diagnosis import advise
 from fusecli.segment.groups import Group, GroupGraph
 from fusecli.segment.heuristics import HeuristicParams
@@ -108,6 +110,9 @@ class Segmenter:
                     return result
         if self.profile.merge_up_and_down_casts:
             self._merge_up_and_down_casts()
+        forwarded_ends = [chain[-1].output for chain in self.forwarded]
+        combine_reductions(self.groups, lambda exprs: self.try_schedule(exprs, "combine"),
+                           [*self.fusion.inputs, *forwarded_ends])
         self._merge_rounds()
         self._final_merge()
         self._resolve_forwarded()
@@ -226,37 +231,45 @@ class Segmenter:
         """nvFuser's MergeUpAndDownCast: an up-cast, the ops after it, and the down-cast that
         ends them, as one segment (Thunder's bf16 -> float -> bf16 pattern).
 
-        From a single up-cast group, follow single consumers until a down-cast or a fork;
-        along the way pull in producers whose only consumer is on the path. Two or more
-        groups are merged when a scheduler accepts them together.
+        From an up-cast group, a breadth-first walk (getCandidateCastGroup): a group that is
+        no down-cast brings in its consumer when it has a single consumer edge; a group that
+        is no up-cast brings in each producer whose only consumer edge is to it. Two or more
+        groups are merged when a scheduler accepts them together; after a merge the search
+        starts over, and an up-cast already in a tried candidate is not a start again.
         """
         changed = True
         while changed:
             changed = False
-            for start in [g for g in self.groups.groups if _is_cast(g, up=True)]:
-                if not start.alive:
+            considered: set[int] = set()
+            for start in list(self.groups.groups):
+                if not start.alive or not _is_cast(start, up=True) or id(start) in considered:
                     continue
                 chosen = self._cast_chain(start)
-                if len(chosen) < 2 or not all(g.alive for g in chosen):
+                if len(chosen) < 2:
                     continue
+                considered.update(id(g) for g in chosen)
                 scheduler = self.try_schedule([e for g in chosen for e in g.exprs], "pre_merge")
                 if scheduler is not None:
                     self.groups.join(chosen, scheduler)
                     changed = True
+                    break
             self.groups.compact()
 
     def _cast_chain(self, start: Group) -> list[Group]:
-        chosen, current = [start], start
-        while not (current is not start and _is_cast(current, up=False)):
-            consumers = list(self.groups.consumers(current))
-            if len(consumers) != 1 or consumers[0] in chosen:
-                break
-            current = consumers[0]
-            chosen.append(current)
-            if not _is_cast(current, up=True):
-                for producer in self.groups.producers(current):
-                    if producer not in chosen and len(self.groups.consumers(producer)) == 1:
-                        chosen.append(producer)
+        chosen: list[Group] = []
+        queue = deque([start])
+        while queue:
+            group = queue.popleft()
+            if not group.exprs or any(group is g for g in chosen):
+                continue
+            chosen.append(group)
+            consumers = self.groups.consumers(group)
+            if not _is_cast(group, up=False) and _edge_count(consumers) == 1:
+                queue.append(next(iter(consumers)))
+            if not _is_cast(group, up=True):
+                for producer in self.groups.producers(group):
+                    if _edge_count(self.groups.consumers(producer)) == 1:
+                        queue.append(producer)
         return chosen
 
     def _final_merge(self) -> None:
@@ -331,6 +344,11 @@ class Segmenter:
         candidate = self._candidate(exprs)
         verdicts = tuple(check(name, candidate, self.ctx) for name in self.ctx.order)
         return Diagnosis(candidate, verdicts, advise(candidate, verdicts, self.profile.name))
+
+
+def _edge_count(edges: dict) -> int:
+    """Edges as nvFuser counts them: one per value and consuming group."""
+    return sum(len({value.uid for value in values}) for values in edges.values())
 
 
 def _is_cast(group: Group, up: bool) -> bool:
