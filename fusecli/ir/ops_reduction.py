@@ -129,16 +129,9 @@ def _reduce(
     keepdim: bool,
     dtype: DataType,
 ) -> TensorView:
-    if op in (OpType.max, OpType.min):
-        out_dtype = arg.dtype
-    elif dtype is not DataType.Null:
-        arg = cast(b, arg, dtype)
-        out_dtype = dtype
-    elif dt.is_integral(arg.dtype) or dt.is_boolean(arg.dtype):
-        arg = cast(b, arg, DataType.Int)
-        out_dtype = DataType.Int
-    else:
-        out_dtype = arg.dtype
+    out_dtype = _reduction_dtype(op, arg, dtype)
+    if op not in (OpType.max, OpType.min):
+        arg = cast(b, arg, out_dtype)  # sums and products accumulate in their output dtype
     out = TensorView(dtype=out_dtype, domain=_reduced_domain(arg, dims))
     b.emit(op, [arg], [out], dims=dims)
     return _keepdim(b, out, dims, keepdim)

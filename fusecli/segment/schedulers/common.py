@@ -324,16 +324,18 @@ def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
     row = row_total // sum(max(dt.info(b.dtype).bits // 8, 1) for b in buffers)
     sources: dict[int, TensorView] = {}
     for buffer in buffers:
-        found = _inputs_before_reductions(candidate, buffer)
+        found = segment_inputs_of(candidate, buffer, through_reductions=False)
         if found is None:
             return None
         sources.update((t.uid, t) for t in found)
     return sum(row * max(dt.info(t.dtype).bits // 8, 1) for t in sources.values())
 
 
-def _inputs_before_reductions(
-    candidate: Candidate, tensor: TensorView
+def segment_inputs_of(
+    candidate: Candidate, tensor: TensorView, through_reductions: bool = True
 ) -> list[TensorView] | None:
+    """The segment inputs ``tensor`` is computed from; None when, without
+    ``through_reductions``, a reduction is on the way."""
     found, stack, seen = [], [tensor], set()
     while stack:
         value = stack.pop()
@@ -344,7 +346,10 @@ def _inputs_before_reductions(
             found.append(value)
             continue
         producer = candidate.definition(value)
-        if producer is None or producer.op.kind in (OpKind.REDUCTION, OpKind.NORMALIZATION):
+        if producer is None or not candidate.contains(producer):
+            continue
+        if not through_reductions and producer.op.kind in (OpKind.REDUCTION,
+                                                           OpKind.NORMALIZATION):
             return None
         stack.extend(producer.tensor_inputs())
     return found

@@ -69,32 +69,20 @@ def post_reduction_reason(candidate: Candidate) -> Rejection | None:
         return None
     read_by_reductions = set()
     for expr in reductions:
-        read_by_reductions |= _segment_inputs_of(candidate, expr.tensor_inputs()[0])
+        read_by_reductions |= _uids(common.segment_inputs_of(candidate, expr.tensor_inputs()[0]))
     for expr in candidate.exprs:
         out = expr.tensor_outputs()
         if expr in reductions or not out or out[0].uid not in downstream:
             continue
-        extra = _segment_inputs_of(candidate, out[0]) - read_by_reductions
+        extra = _uids(common.segment_inputs_of(candidate, out[0])) - read_by_reductions
         if extra:
             return Rejection.of(Reason.POST_REDUCTION, tensor=candidate.graph.name(out[0]),
                                 expr=expr.op.value)
     return None
 
 
-def _segment_inputs_of(candidate: Candidate, tensor) -> set[int]:
-    found, stack, seen = set(), [tensor], set()
-    while stack:
-        value = stack.pop()
-        if value.uid in seen:
-            continue
-        seen.add(value.uid)
-        if candidate.is_input(value):
-            found.add(value.uid)
-            continue
-        producer = candidate.definition(value)
-        if producer is not None and candidate.contains(producer):
-            stack.extend(producer.tensor_inputs())
-    return found
+def _uids(tensors) -> set[int]:
+    return {t.uid for t in tensors}
 
 
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
