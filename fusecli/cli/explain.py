@@ -24,7 +24,9 @@ from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES
               help="NVFUSER_DISABLE=matmul_expr_eval: expr_eval rejects MatmulOp/LinearOp.")
 @click.option("--format", "view", type=click.Choice(["tree", "nvfuser"]), default="tree",
               show_default=True, help="tree: a readable rich view; nvfuser: nvFuser's log text.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON document on stdout; its decision log gives each "
+              "rejection's reason code and evidence.")
 @click.option("--dot", type=click.Path(path_type=Path), default=None, callback=check_writable,
               help="Write a Graphviz drawing of the segments to this file.")
 @click.option("--force", is_flag=True, help="Overwrite the --dot file if it exists.")
