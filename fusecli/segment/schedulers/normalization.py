@@ -5,14 +5,21 @@ after a reduction (x in RMSNorm) is read from memory once. ``inner_persistent`` 
 reductions of the innermost dimension (RMSNorm, softmax), ``outer_persistent`` reductions of
 outer dimensions (batch norm style), ``inner_outer_persistent`` both at once. Rules, in order:
 - "needs a reduction op"; "Scheduling not supported with no input"; the memory-promotion rule;
+- inner and outer: the first reduction's output covers every output ("Output contains ID
+  that's not scheduled by reference tv.");
 - the reduction type (inner: the innermost dimension is reduced; outer: it is not; both:
-  inner_outer) must be this scheduler's:
-  "scheduler_type doesn't match with reduction type `<type>`.";
+  inner_outer) must be this scheduler's: "scheduler_type doesn't match with reduction type
+  `<type>`." (inner_outer words it "schedulerType() ...");
+- inner_outer: inner reductions laid out [I..R], outer ones [R..I], and a fusion input read by
+  both;
 - inner and outer persistent need every reduction over the same axes:
   "Un-mapped multi-reduction: <a> and <b>";
 - "no persistent buffer identified" (a plain reduction belongs to the reduction scheduler).
-Run time: the persistent buffers of one row must fit in the register file (the reason is each
-scheduler's own: nvFuser words it differently in each).
+Run time, as on an H200: inner keeps the buffers in registers (half an SM's, or a 16-SM
+cluster's for a 2-D reduction; projected to the inputs where that saves room) and refuses a
+large reduction over too few rows ("not enough blocks"); outer persists across the grid when
+one SM cannot hold 8 x vectorization rows, which needs 4-way vectorization and Welford
+reductions; inner_outer keeps the older bound of one register file per row.
 Heuristics: the reduction kernel's (``heuristics.reduction``).
 """
 

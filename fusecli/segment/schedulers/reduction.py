@@ -3,9 +3,13 @@
 - no ReductionOp or WelfordOp: "No reduction op to schedule";
 - no tensor input: "Scheduling not supported with no input";
 - the memory-promotion rule ("<tv>, input of <op> must be fusion input.");
+- the first reduction's output must cover every input and output (``coverage.py``):
+  "Output contains ID that's not scheduled by reference tv.";
 - reductions over different axes: "Un-mapped multi-reduction: <a> and <b>";
 - a tensor needed both before and after a reduction belongs to a persistent scheduler:
-  "need persistent buffers that reduction scheduler doesn't handle".
+  "need persistent buffers that reduction scheduler doesn't handle";
+- after the reductions, a broadcast of a reduced value meeting a full tensor, or (inner
+  reductions) a tensor the reductions do not read: "has unsupported post reduction fusion".
 Run time: always accepted.
 """
 

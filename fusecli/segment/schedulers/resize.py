@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fusecli.ir.nodes import Expr, TensorView
+from fusecli.ir.optype import OpType
 from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.dims import DimGraph
@@ -71,7 +72,7 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
 
 def _resized_broadcast(expr: Expr) -> TensorView | None:
     """The input of a slice or pad whose resized dimension is a broadcast."""
-    if expr.op.value == "cat":
+    if expr.op is OpType.cat:
         sources = expr.tensor_inputs()
     else:
         sources = expr.tensor_inputs()[:1]

@@ -1,11 +1,14 @@
 """transpose (csrc/scheduler/transpose.cpp): pointwise fusions whose inputs and outputs
 disagree on which dimension is innermost in memory.
 
-Compile time: reductions ("no support for reduction ops"), the memory-promotion rule, and
-"cannot find two mismatching inner most dimensions" when every input and output has the
-same innermost loop. Run time: fewer elements than SMs x 32 x 32 tiles is "Transpose
-scheduler does not perform well on small problem sizes.".
-In the nvfuser-2024 profile an MmaOp is "no support for mma ops.".
+Compile time, in nvFuser's order: an MmaOp (nvfuser-2024: "no support for mma ops."), the
+memory-promotion rule, a select, index_select or gather of the innermost dimension ("...on
+inner dim is not supported by transpose scheduler yet..."), reductions ("no support for
+reduction ops"), a broadcast concretized to two sizes, and "cannot find two mismatching inner
+most dimensions" unless inputs and outputs fall into two valid groups by innermost loop
+(hasAtLeastTwoValidGroups: groups that differ only by a broadcast are no transpose). Run
+time: fewer elements than SMs x 32 x 32 tiles is "Transpose scheduler does not perform well
+on small problem sizes.".
 """
 
 from __future__ import annotations
