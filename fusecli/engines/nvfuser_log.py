@@ -38,6 +38,7 @@ RECORDING_FOOTER = "\n# definition given to nvfuser_direct:"  # scripts/record-n
 
 _REJECTED = re.compile(r"^Scheduler _(\w+)_ \*\*\*rejected\*\*\* because : ?(.*)$")
 _ACCEPTED = re.compile(r"^\*\*\*Accepted\*\*\* as: (\w+)$")
+_ERROR = ("RuntimeError", "Error")  # what nvFuser raised, printed after the last verdict
 _EXPR_ID = re.compile(r"^\((\d+)\)$")
 _VALUE = re.compile(r"^([TVidbf]\d+)")  # a printed value's name: T5_g_float[...] -> T5
 _CALL = re.compile(r"^([\w.]+) ?\(")
@@ -198,9 +199,6 @@ def _verdicts(lines: list[str], position: int) -> tuple[tuple[Verdict, ...], int
         for name, ok, reason in said
     )
     return verdicts, position
-
-
-_ERROR = ("RuntimeError", "Error")  # what nvFuser raised, printed after the last verdict
 
 
 def _rejection(scheduler: str, text: str) -> Verdict:

@@ -216,6 +216,11 @@ class Candidate:
         return DimGraph(self.exprs, sizes=self.graph.size_of)
 
     @cached_property
+    def exact_dims(self) -> DimGraph:
+        """nvFuser's exact map: broadcasts apart from the iteration dimensions they meet."""
+        return DimGraph(self.exprs, exact=True, sizes=self.graph.size_of)
+
+    @cached_property
     def tensors(self) -> list[TensorView]:
         seen: dict[int, TensorView] = {}
         for value in self.inputs:

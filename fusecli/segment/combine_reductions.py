@@ -17,7 +17,6 @@ have reductions of one signature (``CombineReductions::shouldRun``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from fusecli.ir.nodes import TensorView
 from fusecli.ir.optype import OpKind
@@ -77,36 +76,30 @@ def _vertical(groups, signed, first, second, try_schedule) -> Group | None:
     return _merge(groups, _between(groups, signed, producer, consumer), try_schedule)
 
 
-@dataclass(frozen=True)
-class _Producer:
-    """A group, or an input's auxiliary group (``group`` None), with the groups it feeds."""
-
-    group: Group | None
-    consumers: tuple[Group, ...]
-
-
 def _horizontal(groups, signed, first, second, try_schedule, inputs) -> Group | None:
-    if groups.reaches(first, second) or groups.reaches(second, first):
+    above_first, above_second = groups.upstream(first), groups.upstream(second)
+    if id(second) in above_first or id(first) in above_second:
         return None
-    producers = [_Producer(g, tuple(groups.consumers(g))) for g in groups.alive()]
-    producers += [_Producer(None, tuple(_readers(groups, value))) for value in inputs]
-
-    def feeds(producer: _Producer, goal: Group) -> bool:
-        return any(c is goal or groups.reaches(c, goal) for c in producer.consumers)
-
-    common = [p for p in producers if p.group is not first and p.group is not second
-              and feeds(p, first) and feeds(p, second)]
+    # producers: groups, and the inputs' auxiliary groups, each by the groups it feeds
+    producers = [(g, list(groups.consumers(g))) for g in groups.alive()
+                 if g is not first and g is not second]
+    producers += [(None, _readers(groups, value)) for value in inputs]
+    common = [(group, consumers) for group, consumers in producers
+              if any(id(c) in above_first for c in consumers)
+              and any(id(c) in above_second for c in consumers)]
     # the nearest: no common producer of another common producer (auxiliary groups have none)
-    nearest = [p for p in common if not any(
-        other is not p and other.group is not None and feeds(p, other.group)
-        for other in common
-    )]
-    for producer in nearest:
-        for to_first in producer.consumers:
+    common_groups = {id(group) for group, _ in common if group is not None}
+    nearest = []
+    for group, consumers in common:
+        below = set().union(*(groups.downstream(c) for c in consumers))
+        if not (below & common_groups) - {id(group)}:
+            nearest.append(consumers)
+    for consumers in nearest:
+        for to_first in consumers:
             with_first = _between(groups, signed, to_first, first)
             if not with_first:
                 continue
-            for to_second in producer.consumers:
+            for to_second in consumers:
                 with_second = _between(groups, signed, to_second, second)
                 if not with_second:
                     continue
@@ -132,11 +125,11 @@ def _between(groups, signed, producer: Group, consumer: Group) -> list[Group]:
     reductions differ."""
     if producer is consumer:
         return [consumer]
-    if not groups.reaches(producer, consumer):
+    below = groups.downstream(producer)
+    if id(consumer) not in below:
         return []
-    chosen = [g for g in groups.alive()
-              if g is producer or g is consumer
-              or (groups.reaches(producer, g) and groups.reaches(g, consumer))]
+    on_paths = below & groups.upstream(consumer)
+    chosen = [g for g in groups.alive() if id(g) in on_paths]
     members = {id(g) for g in chosen}
     outputs = groups.graph.output_uids
     signatures = set()

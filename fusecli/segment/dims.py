@@ -114,7 +114,9 @@ def _reshape_map(expr: Expr, sizes: Callable[[object], object] | None) -> DimPai
 
 # How each kind of op maps its output dims to its input dims. Elementwise-like kinds align
 # dims from the right (numpy broadcasting); resizes keep each dim's loop (a pad or slice changes
-# its extent, not its identity).
+# its extent, not its identity). Kinds not here start loops of their own: matmul and attention
+# run their own loops, creation ops have no tensor inputs, scalars no dims (a reshape is
+# ``_reshape_map``).
 DIM_MAPS: dict[OpKind, DimMapper] = {
     **dict.fromkeys(
         (OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST, OpKind.SET, OpKind.EXPAND,
@@ -128,11 +130,6 @@ DIM_MAPS: dict[OpKind, DimMapper] = {
     OpKind.SQUEEZE: _squeeze_map,
     OpKind.INDEX: _index_map,
 }
-
-# Kinds whose outputs start loops of their own: matmul and attention run their own loops,
-# creation ops have no tensor inputs, scalars no dims.
-NEW_LOOPS = frozenset({OpKind.MATMUL, OpKind.ATTENTION, OpKind.CREATE, OpKind.SCALAR})
-
 
 def dim_map(expr: Expr) -> DimPairs:
     """Pairs (output dim, input dim) that are the same loop for ``expr``."""

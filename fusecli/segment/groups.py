@@ -103,6 +103,24 @@ class GroupGraph:
                         neighbors.append(other)
         return neighbors
 
+    def downstream(self, start: Group) -> set[int]:
+        """``start`` and every group it feeds, directly or not, by ``id``."""
+        return self._closure(start, self.consumers)
+
+    def upstream(self, start: Group) -> set[int]:
+        """``start`` and every group that feeds it, directly or not, by ``id``."""
+        return self._closure(start, self.producers)
+
+    @staticmethod
+    def _closure(start: Group, step) -> set[int]:
+        seen, stack = {id(start)}, [start]
+        while stack:
+            for other in step(stack.pop()):
+                if id(other) not in seen:
+                    seen.add(id(other))
+                    stack.append(other)
+        return seen
+
     def reaches(self, start: Group, goal: Group) -> bool:
         stack, seen = [start], set()
         while stack:

@@ -56,6 +56,7 @@ class Segmenter:
         self.log: list[LogEntry] | None = [] if keep_log else None
         self.groups = GroupGraph(self.graph)
         self.forwarded: list[list[Expr]] = []
+        self._copied: frozenset[int] = frozenset()  # exprs of forwarded fulls (_forward_inputs)
         self._answers: dict[frozenset[int], tuple[str | None, list[Verdict], str | None]] = {}
 
     # -- asking the schedulers ----------------------------------------------------------------
@@ -182,6 +183,9 @@ class Segmenter:
             if chain and uses_of(current):
                 self.forwarded.append(chain)
                 excluded.update(e.uid for e in chain)
+        self._copied = frozenset(
+            e.uid for chain in self.forwarded if chain[0].op is OpType.full for e in chain
+        )
         return excluded
 
     def _produces_fusion_output(self, group: Group) -> bool:
@@ -333,11 +337,10 @@ class Segmenter:
 
     def _candidate(self, exprs: Sequence[Expr]) -> Candidate:
         """``exprs`` as a candidate; a forwarded full copied into it is its own business."""
-        copied = {e.uid for chain in self.forwarded if chain[0].op is OpType.full
-                  for e in chain}
+        copied = self._copied
         private = frozenset(
             out.uid for e in exprs if e.uid in copied for out in e.outputs
-        ) if any(e.uid not in copied for e in exprs) else frozenset()
+        ) if copied and any(e.uid not in copied for e in exprs) else frozenset()
         return Candidate.of(self.graph, exprs, private)
 
     def _diagnose(self, exprs: Sequence[Expr]) -> Diagnosis:

@@ -14,7 +14,7 @@ from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.dims import DimGraph, self_mapped
+from fusecli.segment.dims import self_mapped
 from fusecli.segment.reasons import Reason, Rejection
 
 if TYPE_CHECKING:
@@ -87,18 +87,22 @@ def _self_mapped(candidate: Candidate) -> TensorView | None:
     """A tensor two of whose dimensions the segment's exact map joins: x[i] compared with
     itself transposed, through two broadcasts of one iota (a causal mask). No scheduler's loop
     nest can give one tensor's two dimensions the same loop."""
-    exact = DimGraph(candidate.exprs, exact=True, sizes=candidate.graph.size_of)
-    return self_mapped(exact, candidate.tensors)
+    return self_mapped(candidate.exact_dims, candidate.tensors)
 
 
 def non_unique_broadcast(candidate: Candidate) -> TensorView | None:
     """A tensor with a broadcast dimension that meets iteration dimensions of two different
     loops (nvFuser's ConcretizedBroadcastDomains::maybeNonUniquelyConcretized), or None.
+    Asked by the resize and the transpose scheduler: computed once per candidate.
 
     In the exact map broadcast dimensions form classes of their own; a class is concretized
     where one of its dimensions is aligned with an iteration dimension by some expr.
     """
-    exact = DimGraph(candidate.exprs, exact=True, sizes=candidate.graph.size_of)
+    return candidate.memo("non_unique_broadcast", _non_unique_broadcast)
+
+
+def _non_unique_broadcast(candidate: Candidate) -> TensorView | None:
+    exact = candidate.exact_dims
     loose = candidate.dims  # pairs broadcasts with what they meet
     concretized: dict[object, set[object]] = {}
     owner: dict[object, TensorView] = {}
@@ -289,26 +293,31 @@ def _persistent_buffers(candidate: Candidate) -> list[TensorView]:
     return buffers
 
 
-def persistent_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
-    """Bytes of persistent buffers one reduction row needs (concrete sizes), or None."""
-    reductions = candidate.reduction_exprs
-    if not reductions:
-        return 0
+def reduction_row(candidate: Candidate, ctx: ScheduleContext) -> int | None:
+    """Elements of the longest reduction row (concrete sizes), or None when unknown."""
     row = 1
-    for expr in reductions:
-        out = expr.tensor_outputs()[0]
+    for expr in candidate.reduction_exprs:
         size = 1
-        for domain in out.domain:
+        for domain in expr.tensor_outputs()[0].domain:
             if domain.is_reduction:
                 extent = ctx.runtime.extent(domain.extent)
                 if extent is None:
                     return None
                 size *= extent
         row = max(row, size)
-    total = 0
-    for buffer in persistent_buffers(candidate):
-        total += row * max(dt.info(buffer.dtype).bits // 8, 1)
-    return total
+    return row
+
+
+def _row_bytes(row: int, tensors) -> int:
+    return sum(row * max(dt.info(t.dtype).bits // 8, 1) for t in tensors)
+
+
+def persistent_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
+    """Bytes of persistent buffers one reduction row needs (concrete sizes), or None."""
+    if not candidate.reduction_exprs:
+        return 0
+    row = reduction_row(candidate, ctx)
+    return None if row is None else _row_bytes(row, persistent_buffers(candidate))
 
 
 def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
@@ -317,18 +326,17 @@ def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
     be (a reshape on the way, or a buffer made after a reduction)."""
     if any(e.op is OpType.reshape for e in candidate.exprs):
         return None
-    row_total = persistent_bytes(candidate, ctx)
+    row = reduction_row(candidate, ctx)
     buffers = persistent_buffers(candidate)
-    if row_total is None or not buffers:
+    if row is None or not buffers:
         return None
-    row = row_total // sum(max(dt.info(b.dtype).bits // 8, 1) for b in buffers)
     sources: dict[int, TensorView] = {}
     for buffer in buffers:
         found = segment_inputs_of(candidate, buffer, through_reductions=False)
         if found is None:
             return None
         sources.update((t.uid, t) for t in found)
-    return sum(row * max(dt.info(t.dtype).bits // 8, 1) for t in sources.values())
+    return _row_bytes(row, sources.values())
 
 
 def segment_inputs_of(
@@ -356,7 +364,8 @@ def segment_inputs_of(
 
 
 def recomputes_exp(candidate: Candidate) -> bool:
-    """Whether recomputing the buffers from the inputs would run an exp again."""
+    """Whether recomputing the buffers from the inputs may run an exp again (nvFuser's
+    projection_with_exp_op), taken as: the segment has an exp."""
     return any(e.op is OpType.exp for e in candidate.exprs)
 
 

@@ -33,15 +33,15 @@ from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers import common, coverage
-from fusecli.segment.verdict import Scheduler, Verdict
+from fusecli.segment.verdict import Check, Scheduler, Verdict
 
 if TYPE_CHECKING:
     from fusecli.segment.rules import ScheduleContext
 
 
-def persistent(name: str, too_large: Reason, same_axes: bool = True) -> Scheduler:
-    """The persistent scheduler for the reduction type ``name``; ``same_axes``: its
-    reductions must all reduce the same axes."""
+def persistent(name: str, run_time: Check, same_axes: bool = True) -> Scheduler:
+    """The persistent scheduler for the reduction type ``name``, with its run-time check;
+    ``same_axes``: its reductions must all reduce the same axes."""
 
     def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         if common.has_mma(candidate) or not candidate.reduction_exprs:
@@ -68,19 +68,19 @@ def persistent(name: str, too_large: Reason, same_axes: bool = True) -> Schedule
             return Verdict.reject(name, Reason.NO_PERSISTENT_BUFFER)
         return Verdict.accept(name)
 
-    def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-        if name == "inner_persistent":
-            return _inner_run_time(candidate, ctx)
-        if name == "outer_persistent":
-            return _outer_run_time(candidate, ctx)
-        needed = common.persistent_bytes(candidate, ctx)
-        limit = ctx.device.max_persistent_bytes
-        if needed is not None and needed > limit:
-            rejection = Rejection.of(too_large, bytes_per_row=needed, available=limit)
-            return Verdict.reject(name, rejection, "run time")
-        return Verdict.accept(name)
-
     return Scheduler(name, compile_time, run_time, heuristics.reduction)
+
+
+def _inner_outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    """The persistent buffers of one row must fit in one SM's register file."""
+    name = "inner_outer_persistent"
+    needed = common.persistent_bytes(candidate, ctx)
+    limit = ctx.device.max_persistent_bytes
+    if needed is not None and needed > limit:
+        rejection = Rejection.of(Reason.PERSISTENT_TOO_LARGE, bytes_per_row=needed,
+                                 available=limit)
+        return Verdict.reject(name, rejection, "run time")
+    return Verdict.accept(name)
 
 
 # Recomputing a buffer with an exp from the inputs pays only above this size per row
@@ -242,6 +242,6 @@ def too_few_blocks(candidate: Candidate, ctx: ScheduleContext) -> Rejection | No
     return None
 
 
-INNER = persistent("inner_persistent", Reason.PERSISTENT_TOO_LARGE)
-OUTER = persistent("outer_persistent", Reason.OUTER_PERSISTENT_TOO_LARGE)
-INNER_OUTER = persistent("inner_outer_persistent", Reason.PERSISTENT_TOO_LARGE, False)
+INNER = persistent("inner_persistent", _inner_run_time)
+OUTER = persistent("outer_persistent", _outer_run_time)
+INNER_OUTER = persistent("inner_outer_persistent", _inner_outer_run_time, same_axes=False)

@@ -60,10 +60,9 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         return Verdict.reject(NAME, Reason.NO_RESIZE_REFERENCE)
     separated = _resize_between(candidate, reference)
     if separated is not None:
-        output, resize = separated
         return Verdict.reject(NAME, Rejection.of(
-            Reason.RESIZE_BETWEEN, reference=name(reference), output=name(output),
-            resize=resize.op.value,
+            Reason.RESIZE_BETWEEN, reference=name(reference), output=name(separated),
+            resize=resizes[0].op.value,
         ))
     if len(inner_dim_groups(candidate)) >= 2:
         return Verdict.reject(NAME, Reason.TRANSPOSE_LIKE)
@@ -84,7 +83,7 @@ def _resized_broadcast(expr: Expr) -> TensorView | None:
     return None
 
 
-def _resize_between(candidate: Candidate, reference: TensorView) -> tuple[TensorView, Expr] | None:
+def _resize_between(candidate: Candidate, reference: TensorView) -> TensorView | None:
     """An output that only a resize connects with the reference: one of its dimensions is a
     loop of the reference's only through a slice, pad or cat (nvFuser's path between the two
     logical domains in its broadcast graph has a Resize)."""
@@ -102,12 +101,8 @@ def _resize_between(candidate: Candidate, reference: TensorView) -> tuple[Tensor
             if split.class_of(output, position) in direct:
                 continue
             if loose.class_of(output, position) in through_any:
-                return output, _first_resize(candidate)
+                return output
     return None
-
-
-def _first_resize(candidate: Candidate) -> Expr:
-    return next(e for e in candidate.exprs if e.op in common.RESIZE_OPS)
 
 
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:

@@ -92,11 +92,13 @@ def inner_dim_groups(candidate: Candidate) -> set[object]:
 
 def _groups(candidate: Candidate) -> dict[object, list[TensorView]]:
     """Segment outputs, then inputs, grouped by the loop innermost in memory for them
-    (groupInputsOutputsByInnerDim), largest group first."""
-    dims = candidate.memo(
-        "inner_dims",
-        lambda c: DimGraph(c.exprs, reshape_inner=True, sizes=c.graph.size_of),
-    )
+    (groupInputsOutputsByInnerDim), largest group first. Computed once per candidate: the
+    resize scheduler asks too."""
+    return candidate.memo("inner_dim_groups", _grouped_by_innermost)
+
+
+def _grouped_by_innermost(candidate: Candidate) -> dict[object, list[TensorView]]:
+    dims = DimGraph(candidate.exprs, reshape_inner=True, sizes=candidate.graph.size_of)
     groups: dict[object, list[TensorView]] = {}
     for tensor in (*candidate.outputs, *candidate.inputs):
         position = innermost_position(tensor, _stride_order(candidate, tensor))
