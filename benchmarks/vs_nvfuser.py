@@ -223,6 +223,27 @@ class Row:
     fusion: str
     gbps: dict[str, float | None]
     note: str = ""
+    kernels: dict[str, str] | None = None  # --profile: the device's own time per call
+
+
+def device_profile(run: Callable[[], Any], calls: int = 5) -> tuple[float, str]:
+    """Device time per call (ms, the kernels' own durations summed) and the kernels, from
+    torch's profiler: what a call costs the GPU, without the host time between launches."""
+    from torch.profiler import ProfilerActivity, profile
+
+    run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as trace:
+        for _ in range(calls):
+            run()
+        torch.cuda.synchronize()
+    kernels: dict[str, float] = {}
+    for event in trace.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            kernels[event.name[:40]] = kernels.get(event.name[:40], 0.0) + event.device_time
+    total = sum(kernels.values()) / calls / 1e3
+    listed = "; ".join(f"{name} {us / calls:.0f}us" for name, us in kernels.items())
+    return total, listed
 
 
 def measure(name: str, fusecli_fd: Any, inputs: list[Any], eager: Callable | None,
@@ -240,12 +261,20 @@ def measure(name: str, fusecli_fd: Any, inputs: list[Any], eager: Callable | Non
         except Exception as error:  # nvFuser's own failure is the row's note
             gbps["nvfuser"] = None
             note = f"nvFuser: {str(error).splitlines()[0][:80]}"
+    if args.profile:
+        ms, fusecli_kernels = device_profile(lambda: fusecli_fd.execute(inputs))
+        gbps["fusecli device"] = size / ms / 1e6 if ms else None
+        kernels = {"fusecli": fusecli_kernels}
+        if gbps.get("nvfuser"):
+            ms, kernels["nvfuser"] = device_profile(lambda: nv_fd.execute(inputs))
+            gbps["nvfuser device"] = size / ms / 1e6 if ms else None
+        row_kernels = kernels
     if eager is not None:
         gbps["eager"] = size / median_ms(lambda: eager(*inputs), args.iters) / 1e6
         if args.compile:
             compiled = torch.compile(eager)
             gbps["compile"] = size / median_ms(lambda: compiled(*inputs), args.iters) / 1e6
-    return Row(name, gbps, note)
+    return Row(name, gbps, note, row_kernels if args.profile else None)
 
 
 def host_us(execute: Callable[[], Any], calls: int = 2000) -> float:
@@ -291,6 +320,9 @@ def main() -> int:
     parser.add_argument("--compile", action="store_true", help="add a torch.compile column")
     parser.add_argument("--memory-calls", type=int, default=10000)
     parser.add_argument("--json", type=Path, help="write the rows here too")
+    parser.add_argument("--profile", action="store_true",
+                        help="add device-only GB/s (kernel durations from torch's profiler) "
+                             "and list each call's kernels")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("vs_nvfuser: needs a GPU", file=sys.stderr)
@@ -329,7 +361,9 @@ def main() -> int:
     if nvfuser is None:
         print(f"real nvFuser not available ({missing}): its columns are empty")
     columns = ["nvfuser", "fusecli", "eager"] + (["compile"] if args.compile else [])
-    header = f"{'fusion':<36}" + "".join(f"{c:>10}" for c in columns)
+    if args.profile:
+        columns += ["nvfuser device", "fusecli device"]
+    header = f"{'fusion':<36}" + "".join(f"{c.replace(' device', ' dev'):>10}" for c in columns)
     print(header + f"{'% copy':>9}{'vs nvF':>9}")
     for row in rows:
         cells = "".join(
@@ -341,6 +375,8 @@ def main() -> int:
         ratio = f"{ours / theirs:>8.2f}x" if ours and theirs else f"{'-':>9}"
         print(f"{row.fusion[:36]:<36}{cells}{share}{ratio}" + (f"  {row.note}" if row.note
                                                                 else ""))
+        for engine, listed in (row.kernels or {}).items():
+            print(f"    {engine} kernels per call: {listed}")
     print("\nhost time per warm fd.execute of relu over 1,024 floats: " + ", ".join(
         f"{k} {v:.1f} us" for k, v in host.items()))
     print(f"fusecli over {args.memory_calls} warm calls: device memory "

@@ -231,15 +231,15 @@ def test_unsupported_segments_say_why() -> None:
     assert kernel == Unsupported("the CUDA renderer has no type for ComplexFloat")
 
 
-def test_an_outer_reduction_gives_a_thread_each_row() -> None:
-    x = torch.randn(8, 16)
+def test_a_reduction_of_a_middle_dim_gives_a_thread_each_row() -> None:
+    x = torch.randn(4, 8, 16)  # reduced dims leading: tests/test_outer_reduction.py
 
     def body(fd):
-        fd.add_output(fd.ops.sum(define(fd, x), dims=[0]))
+        fd.add_output(fd.ops.sum(define(fd, x), dims=[1]))
 
     (_, kernel), = kernels_of(fusion_of(body).fusion, [x])
     assert isinstance(kernel, Kernel)
-    assert kernel.heuristics.startswith("outer reduction: 16 rows (dims [1]) of 8 (dims [0])")
+    assert kernel.heuristics.startswith("outer reduction: 64 rows (dims [0, 2]) of 8 (dims [1])")
 
 
 def test_huge_tensors_get_64_bit_indexing() -> None:

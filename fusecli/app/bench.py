@@ -27,6 +27,8 @@ from fusecli.reference import run_reference
 from fusecli.runtime.bind import bind_inputs
 from fusecli.runtime.context import ExecutionContext
 from fusecli.runtime.cupy_executor import CupyExecutor, ModuleCache, cupy_available
+from fusecli.runtime.registry import install
+from fusecli.runtime.segmented import execute, run_fusion
 from fusecli.segment.segmenter import segment_fusion
 
 
@@ -40,6 +42,7 @@ class Row:
     copy_gbps: float
     kernels: str  # "3/4" segments on generated kernels
     note: str = ""
+    graph_ms: float | None = None  # --graphs: the warm run replayed as a CUDA graph
 
     @property
     def gbps(self) -> float:
@@ -82,36 +85,45 @@ def copy_bandwidth(repeat: int) -> float:
 
 
 class Generated:
-    """A fusion executed segment by segment on the CuPy executor (ATen where it has no kernel)."""
+    """A fusion run as ``fd.execute`` runs it: the executor cache's compiled run of its input
+    signature (``runtime.warm``), on the CuPy executor (ATen for segments without a kernel).
+    ``graph``: the same run captured once in a CUDA graph, replayed by ``replay``."""
 
-    def __init__(self, fusion, inputs, executor: CupyExecutor) -> None:
-        segmented = segment_fusion(fusion, inputs)
-        fusion = segmented.fusion  # as segmented: with the segmenter's segment_sets
-        self.fusion, self.executor = fusion, executor
-        self.segments = segmented.segments
-        reference = run_reference(fusion, _clone(inputs), keep_intermediates=True).values
-        self.env = {v.uid: x for v, x in zip(fusion.inputs, inputs)}
-        self.env.update({u: v for u, v in reference.items() if not isinstance(v, torch.Tensor)})
-        self.ctx = ExecutionContext.for_fusion(fusion, device=torch.device("cuda"),
-                                               faults=frozenset(),
-                                               extents=bind_inputs(fusion, inputs).extents)
-        env = dict(self.env)
-        self.outcomes = [executor.run_segment(s, env, self.ctx) for s in self.segments]
-        self.outputs = [env[o.value.uid] for o in fusion.outputs if o.alias_input is None]
+    def __init__(self, fusion, inputs, graphs: bool = False) -> None:
+        _, run = run_fusion(fusion, inputs, executor="cupy")  # the segments, as a report
+        self.fusion, self.inputs, self.runs = fusion, inputs, run.segments
+        self.outputs = execute(fusion, inputs, executor="cupy")  # compiles the warm run
+        self.graph, self.graph_note = None, ""
+        if graphs:
+            self._capture()
 
     def __call__(self) -> None:
-        env = dict(self.env)
-        for segment in self.segments:
-            self.executor.run_segment(segment, env, self.ctx)
+        execute(self.fusion, self.inputs, executor="cupy")
+
+    def _capture(self) -> None:
+        """The warm run captured in a CUDA graph: a replay launches every segment's kernels
+        with no host work between them (on the inputs and outputs of the capture)."""
+        try:
+            self()
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.graph_outputs = execute(self.fusion, self.inputs, executor="cupy")
+            self.graph = graph
+        except Exception as error:  # an ATen op that synchronizes, say: reported, not fatal
+            self.graph_note = f"CUDA graph capture failed: {type(error).__name__}: {error}"[:200]
+
+    def replay(self) -> None:
+        self.graph.replay()
 
     @property
     def kernels(self) -> str:
-        ran = sum(outcome.executor == "cupy" for outcome in self.outcomes)
-        return f"{ran}/{len(self.outcomes)}"
+        ran = sum(run.executor == "cupy" for run in self.runs)
+        return f"{ran}/{len(self.runs)}"
 
     @property
     def fallbacks(self) -> str:
-        return "; ".join(sorted({o.fallback for o in self.outcomes if o.fallback}))
+        return "; ".join(sorted({run.fallback for run in self.runs if run.fallback}))
 
 
 def _clone(inputs):
@@ -146,12 +158,17 @@ def reference_function(fusion, inputs: list | None = None) -> Callable:
         return interpret
 
 
-def measure(name, fusion, inputs, torch_fn, executor, repeat, copy_gbps,
-            compile_baseline: bool = True) -> Row:
-    generated = Generated(fusion, inputs, executor)
+def measure(name, fusion, inputs, torch_fn, repeat, copy_gbps,
+            compile_baseline: bool = True, graphs: bool = False) -> Row:
+    generated = Generated(fusion, inputs, graphs)
     notes = [generated.fallbacks] if generated.fallbacks else []
     notes += _mismatches(generated.outputs, torch_fn(*inputs))
     ours = time_ms(generated, repeat)
+    graph_ms = time_ms(generated.replay, repeat) if generated.graph is not None else None
+    if graph_ms is not None:
+        notes += _mismatches(generated.graph_outputs, torch_fn(*inputs))
+    elif generated.graph_note:
+        notes.append(generated.graph_note)
     eager = time_ms(lambda: torch_fn(*inputs), repeat)
     compiled_ms = None
     if compile_baseline:
@@ -161,7 +178,7 @@ def measure(name, fusion, inputs, torch_fn, executor, repeat, copy_gbps,
         except Exception as error:  # report it, keep measuring the others
             notes.append(f"torch.compile failed: {type(error).__name__}: {error}"[:200])
     return Row(name, counted_bytes(inputs, generated.outputs), ours, eager, compiled_ms,
-               copy_gbps, generated.kernels, "; ".join(notes))
+               copy_gbps, generated.kernels, "; ".join(notes), graph_ms)
 
 
 def _mismatches(ours: list, theirs) -> list[str]:
@@ -199,6 +216,24 @@ def launch_overhead(executor: CupyExecutor) -> float:
     return elapsed / calls * 1e6
 
 
+def execute_overhead() -> float:
+    """Host microseconds per warm ``fd.execute`` of a one-op fusion (relu over 128 floats):
+    the public path, key to outputs (the CuPy executor this run installed)."""
+    x = torch.randn(128, device="cuda")
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.relu(fd.define_tensor(sizes=[128], strides=[1])))
+    for _ in range(100):
+        execute(fd.fusion, [x], executor="cupy")
+    torch.cuda.synchronize()
+    calls = 5000
+    started = time.perf_counter()
+    for _ in range(calls):
+        execute(fd.fusion, [x], executor="cupy")
+    elapsed = time.perf_counter() - started
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
 def cache_hit_ms(executor: CupyExecutor) -> float:
     """Milliseconds to load one compiled kernel from the disk cache into a fresh module cache."""
     kernels = executor.kernels()
@@ -217,8 +252,10 @@ def geomean(values: list[float | None]) -> float | None:
 
 
 def format_table(rows: list[Row], report: dict) -> str:
+    graphs = any(row.graph_ms is not None for row in rows)
     header = (f"{'fusion':<34} {'kernels':>7} {'fusecli ms':>10} {'GB/s':>7} {'% copy':>6} "
-              f"{'eager ms':>9} {'compile ms':>10} {'x eager':>7} {'x compile':>9}")
+              f"{'eager ms':>9} {'compile ms':>10} {'x eager':>7} {'x compile':>9}"
+              + (f" {'graph ms':>9}" if graphs else ""))
     lines = [header, "-" * len(header)]
     for row in rows:
         data = row.as_dict()
@@ -226,14 +263,16 @@ def format_table(rows: list[Row], report: dict) -> str:
             f"{row.name[:34]:<34} {row.kernels:>7} {row.fusecli_ms:>10.4f} {row.gbps:>7.0f} "
             f"{data['percent_of_copy']:>6.1f} {_ms(row.eager_ms):>9} {_ms(row.compile_ms):>10} "
             f"{_x(data['speedup_vs_eager']):>7} {_x(data['speedup_vs_compile']):>9}"
+            + (f" {_ms(row.graph_ms):>9}" if graphs else "")
         )
     lines += [
         "-" * len(header),
         f"device: {report['device']}; device-to-device copy: {report['copy_gbps']:.0f} GB/s",
         f"geomean speedup: vs eager {_x(report['geomean_speedup_vs_eager'])}, "
         f"vs torch.compile {_x(report['geomean_speedup_vs_compile'])}",
-        f"host overhead per warm segment launch: {report['launch_overhead_us']:.1f} us "
-        "(target <= 15)",
+        f"host time per warm fd.execute of a one-op fusion: "
+        f"{report['execute_overhead_us']:.1f} us; per warm segment launch: "
+        f"{report['launch_overhead_us']:.1f} us",
         f"kernel cache hit: {report['cache_hit_ms']:.3f} ms per kernel (target < 1)",
     ]
     return "\n".join(lines)
@@ -253,6 +292,7 @@ def make_report(rows: list[Row], copy_gbps: float, executor: CupyExecutor) -> di
         "device": torch.cuda.get_device_name(),
         "copy_gbps": round(copy_gbps, 1),
         "launch_overhead_us": round(launch_overhead(executor), 2),
+        "execute_overhead_us": round(execute_overhead(), 2),
         "cache_hit_ms": round(cache_hit_ms(executor), 3),
         "geomean_speedup_vs_compile": geomean(
             [r.as_dict()["speedup_vs_compile"] for r in rows]
@@ -264,7 +304,7 @@ def make_report(rows: list[Row], copy_gbps: float, executor: CupyExecutor) -> di
 
 def bench_paths(
     paths: list, repeat: int = 30, compile_baseline: bool = True,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, graphs: bool = False,
 ) -> tuple[list[Row], dict]:
     """Benchmark every fusion under ``paths`` on the GPU; the eager baseline is fusecli's
     reference interpreter (eager torch, op by op), torch.compile compiles that same code."""
@@ -276,6 +316,7 @@ def bench_paths(
     if missing:
         raise MissingEnvironmentError(f"fusecli bench needs a GPU and CuPy: {missing}")
     executor = CupyExecutor(cache_dir=Path(tempfile.mkdtemp(prefix="fusecli-kernels-")))
+    install("cupy", executor)  # fd.execute's path, on this run's fresh kernel cache
     copy_gbps = copy_bandwidth(repeat)
     rows, failures = [], []
     for path in discover(list(paths)):
@@ -290,7 +331,7 @@ def bench_paths(
             try:
                 rows.append(measure(loaded.name, loaded.fusion, loaded.inputs,
                                     reference_function(loaded.fusion, _clone(loaded.inputs)),
-                                    executor, repeat, copy_gbps, compile_baseline))
+                                    repeat, copy_gbps, compile_baseline, graphs))
             except Exception as error:  # one fusion's failure is its record; timing goes on
                 message = str(error).strip().splitlines()
                 failures.append({

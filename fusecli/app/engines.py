@@ -125,7 +125,8 @@ def run_loaded_nvfuser(loaded: Any, options: Any, runner: Runner) -> Any:
         return outcome
     judged = outcome.outputs
     if any(expr.op.kind is OpKind.RANDOM for expr in fusion.exprs):
-        # nvFuser draws from its own Philox stream, the reference from its own: values differ
+        # The same Philox stream, but nvFuser seeds unseeded ops from its own generator: values
+        # differ (fusecli.ir.rng)
         outcome.notices.append(
             "the fusion has random ops: nvFuser's random numbers are not the reference's, so "
             "its outputs are judged by dtype and shape only (values shown, not judged)"

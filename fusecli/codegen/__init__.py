@@ -8,8 +8,9 @@ on the second. ``fusecli.codegen.nvrtc.compile_source`` compiles a kernel withou
 
 The generator is the segment's scheduler's (``GENERATORS``), and it builds the kernel from that
 scheduler's heuristic parameters: ``reduction.py``'s kernels for the reduction and persistent
-schedulers, ``transpose.py``'s for transpose, and for pointwise and resize the same tiled
-kernel, which is the pointwise one unless an input is transposed in memory.
+schedulers (``outer_reduction.py``'s where the reduced dims lead), ``transpose.py``'s for
+transpose, and for pointwise and resize the same tiled kernel, which is the pointwise one unless
+an input is transposed in memory.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class KernelContext:
             value.uid: layout_of(actual) for value, actual in zip(segment.inputs, inputs)
         }
         self._shapes: dict[int, tuple[int, ...]] = {}
-        self._params: dict[int, KernelArg] = {}
+        self._params: dict[int | str, KernelArg] = {}  # by value uid, workspace or random expr
 
     def name(self, tensor: TensorView) -> str:
         return self.candidate.graph.name(tensor)
@@ -130,24 +130,43 @@ class KernelContext:
             self._add(ArgKind.SCALAR, f"s{count}", cdtypes.register_type(scalar.dtype), scalar)
         return self._params[scalar.uid]
 
-    def host_value_param(self, expr: Expr) -> KernelArg:
-        """The values of a random expr, drawn on the host from fusecli's random stream."""
+    def rng_params(self, expr: Expr) -> tuple[KernelArg, KernelArg]:
+        """A random expr's Philox seed and offset, 64-bit parameters (the launch fills them
+        from the expr's ``rng_seed`` and ``rng_offset``, or the execution's seed and the
+        expr's offset: the kernel's source does not depend on them)."""
         out = expr.output
-        if out.uid not in self._params:
-            self._add(ArgKind.HOST_VALUE, f"{self.name(out)}_random",
-                      f"const {cdtypes.storage_type(out.dtype)}* __restrict__", out,
-                      expr=expr, shape=self.shape(out))
-        return self._params[out.uid]
+        found = []
+        for kind, suffix in ((ArgKind.RNG_SEED, "seed"), (ArgKind.RNG_OFFSET, "offset")):
+            key = f"{kind.value} {expr.uid}"
+            if key not in self._params:
+                self._params[key] = KernelArg(kind, f"{self.name(out)}_{suffix}",
+                                              "unsigned long long", DataType.UInt64, out,
+                                              expr=expr)
+            found.append(self._params[key])
+        return found[0], found[1]
+
+    def workspace_param(self, name: str, ctype: str, nbytes: int, zeroed: bool) -> KernelArg:
+        """``nbytes`` of device scratch memory the launch provides (zero on entry if
+        ``zeroed``: the kernel must leave it zero); ``ctype`` its C pointer type."""
+        key = f"workspace {name}"
+        if key not in self._params:
+            self._params[key] = KernelArg(ArgKind.WORKSPACE, name, ctype, DataType.Int32, None,
+                                          nbytes=nbytes, zeroed=zeroed)
+        return self._params[key]
 
     def _add(self, kind: ArgKind, name: str, ctype: str, value: Any, **extra: Any) -> None:
         self._params[value.uid] = KernelArg(kind, name, ctype, value.dtype, value, **extra)
 
     def params(self) -> tuple[KernelArg, ...]:
-        """Parameters in a fixed order: inputs, host values, scalars, then outputs."""
-        order = [ArgKind.INPUT, ArgKind.HOST_SCALAR, ArgKind.HOST_VALUE, ArgKind.SCALAR,
-                 ArgKind.OUTPUT]
+        """Parameters in a fixed order: inputs, scalars, each random expr's seed and offset,
+        outputs, workspaces."""
+        order = [ArgKind.INPUT, ArgKind.HOST_SCALAR, ArgKind.SCALAR, ArgKind.RNG_SEED,
+                 ArgKind.OUTPUT, ArgKind.WORKSPACE]
+        rank = {kind: order.index(kind) for kind in order} | {
+            ArgKind.RNG_OFFSET: order.index(ArgKind.RNG_SEED)  # after its seed, found first
+        }
         found = list(self._params.values())  # in the order found: scalars keep it
-        return tuple(sorted(found, key=lambda p: (order.index(p.kind), _number(p.name))))
+        return tuple(sorted(found, key=lambda p: (rank[p.kind], _number(p.name))))
 
     def signature(self, name: str, launch_bounds: int) -> str:
         params = ",\n    ".join(f"{p.ctype} {p.name}" for p in self.params())

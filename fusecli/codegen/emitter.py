@@ -9,9 +9,10 @@ a value needed twice at one index is computed once, and a reduction kernel keeps
 registers this way.
 
 The op handlers are one table, ``HANDLERS``, keyed by op kind; elementwise ops render through
-``render.C_OPS``. Random ops read values drawn on the host from fusecli's random stream
-(``fusecli.ir.rng``, the definition both the reference and ATen use), so generated kernels agree
-with them exactly; an in-kernel Philox stream would not.
+``render.C_OPS``. Random ops compute nvFuser's Philox stream in the kernel (``fusecli.ir.rng``,
+the definition the reference and ATen use too; helpers in ``prelude_rng``): each random op keeps
+its last Philox call's words in a ``PhiloxState`` declared at the top of the kernel, and an
+element at its row-major linear index takes them, calling Philox again only for a new one.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Emitter:
         self.unrounded: dict[str, tuple[DataType, str]] = {}
         self._scopes: list[dict[object, str]] = [{}]
         self._names: set[str] = set()
+        self.philox: dict[int, str] = {}  # random expr uid -> its PhiloxState
 
     # -- statements ---------------------------------------------------------------------------
 
@@ -303,10 +305,33 @@ def _create(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, .
     )
 
 
+_RANDOM_SUFFIX = {DataType.Float: "f", DataType.Double: "", DataType.Half: "_half",
+                  DataType.BFloat16: "_bfloat"}
+
+
 def _random(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:
-    param = emitter.ctx.host_value_param(expr)
-    offset = emitter.offset(contiguous_strides(param.shape), index)
-    return emitter.load(param.name, out.dtype, offset, 16, emitter.ctx.name(out).lower())
+    """``rng_uniformf(state, seed, offset, index, from, to)`` and the like (prelude_rng)."""
+    suffix = _RANDOM_SUFFIX.get(out.dtype)
+    if suffix is None:
+        raise UnsupportedError(f"no CUDA generator for {expr.op.value} ({out.dtype.name})")
+    uniform = expr.op in (OpType.uniform, OpType.rand_like)
+    compute = DataType.Double if out.dtype is DataType.Double else DataType.Float
+    if expr.op in (OpType.uniform, OpType.normal):
+        if not all(isinstance(value, Scalar) for value in expr.inputs[:2]):
+            raise UnsupportedError(f"{expr.op.value} of tensor parameters")
+        first, second = (emitter.scalar(value, compute) for value in expr.inputs[:2])
+    else:
+        first, second = cdtypes.literal(0.0, compute), cdtypes.literal(1.0, compute)
+    seed, offset = emitter.ctx.rng_params(expr)
+    state = emitter.philox.get(expr.uid)
+    if state is None:  # declared at the top of the kernel: it lives across loop iterations
+        state = emitter.philox[expr.uid] = emitter.fresh(f"{emitter.ctx.name(out).lower()}_rng")
+        emitter.lines.insert(len(emitter.philox) - 1,
+                             f"  PhiloxState {state} = {{~0ULL, {{0u, 0u, 0u, 0u}}}};")
+    linear = emitter.offset(contiguous_strides(emitter.ctx.shape(out)), index)
+    function = f"rng_{'uniform' if uniform else 'normal'}{suffix}"
+    return emitter.result(out, f"{function}({state}, {seed.name}, {offset.name}, "
+                               f"{emitter.text(linear)}, {first}, {second})", expr.op.value)
 
 
 def _reduced(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:

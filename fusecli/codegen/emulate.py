@@ -3,7 +3,9 @@
 The kernel's own source is compiled by the host C++ compiler (g++) after a prelude that plays
 the CUDA runtime: ``threadIdx`` and ``blockIdx`` are thread-local, a block's threads are
 ``std::thread``s meeting at a ``std::barrier`` for ``__syncthreads``, and warp shuffles exchange
-values through the block. Blocks run one after another (``__shared__`` becomes ``static``).
+values through the block. Blocks run one after another (``__shared__`` becomes ``static``), in
+the device's order of block indices (x fastest); atomics and fences are the host's, so a grid
+reduction's last block to arrive is the last block of its tile.
 Kernels without shuffles or barriers run their threads sequentially in one thread. Only the
 math library differs from the device's, so results agree to tolerance, and indexing, guards,
 reductions and stores are exactly the device's.
@@ -25,6 +27,7 @@ from fusecli.codegen.kernel import Kernel
 
 _HOST_PRELUDE = r"""
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstring>
@@ -50,6 +53,9 @@ inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); retu
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
 inline unsigned __float2uint_rn(float f) { return (unsigned)std::nearbyint(f); }
+inline unsigned __umulhi(unsigned a, unsigned b) {
+  return (unsigned)(((unsigned long long)a * b) >> 32);
+}
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline double erfinv(double y) {
@@ -65,11 +71,21 @@ inline double erfinv(double y) {
 inline float erfinvf(float y) { return (float)erfinv((double)y); }
 
 inline void __syncthreads() { if (block_barrier) block_barrier->arrive_and_wait(); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+template <typename T> T atomicAdd(T* address, T value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
+inline unsigned linear_thread() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+inline Dim3 thread_at(unsigned t) {
+  return {t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y)};
+}
 
 template <typename T> T exchange_with(T value, unsigned partner) {
   unsigned long long bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  exchange[threadIdx.x] = bits;
+  exchange[linear_thread()] = bits;
   __syncthreads();
   unsigned long long got = exchange[partner];
   __syncthreads();
@@ -78,32 +94,35 @@ template <typename T> T exchange_with(T value, unsigned partner) {
   return result;
 }
 template <typename T> T __shfl_xor_sync(unsigned, T value, int offset, int width = 32) {
-  unsigned lane = threadIdx.x % width;
-  return exchange_with(value, threadIdx.x - lane + (lane ^ offset));
+  unsigned lane = linear_thread() % width;
+  return exchange_with(value, linear_thread() - lane + (lane ^ offset));
 }
 template <typename T> T __shfl_sync(unsigned, T value, int source, int width = 32) {
-  return exchange_with(value, threadIdx.x - threadIdx.x % width + source);
+  return exchange_with(value, linear_thread() - linear_thread() % width + source);
 }
 """
 
 _LAUNCHER = r"""
-extern "C" void emulate_launch(unsigned grid, unsigned block{params}) {{
-  gridDim.x = grid;
-  blockDim.x = block;
-  for (unsigned b = 0; b < grid; ++b) {{
+extern "C" void emulate_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz{params}) {{
+  gridDim = {{gx, gy, gz}};
+  blockDim = {{bx, by, bz}};
+  const unsigned block = bx * by * bz;
+  for (unsigned b = 0; b < gx * gy * gz; ++b) {{
+    const Dim3 at{{b % gx, b / gx % gy, b / (gx * gy)}};
     {run}
   }}
 }}
 """
 
-_RUN_SEQUENTIAL = """blockIdx.x = b;
-    for (unsigned t = 0; t < block; ++t) {{ threadIdx.x = t; {call}; }}"""
+_RUN_SEQUENTIAL = """blockIdx = at;
+    for (unsigned t = 0; t < block; ++t) {{ threadIdx = thread_at(t); {call}; }}"""
 
 _RUN_THREADS = """std::barrier<> barrier(block);
     block_barrier = &barrier;
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < block; ++t) {{
-      threads.emplace_back([=] {{ blockIdx.x = b; threadIdx.x = t; {call}; }});
+      threads.emplace_back([=] {{ blockIdx = at; threadIdx = thread_at(t); {call}; }});
     }}
     for (std::thread& thread : threads) thread.join();
     block_barrier = nullptr;"""
@@ -153,7 +172,7 @@ def emulate(kernel: Kernel, values: Sequence[Any]) -> None:
     """Run ``kernel`` on CPU tensors: ``values`` as the runtime prepares them (tensors, numbers)."""
     import torch
 
-    arguments: list[Any] = [ctypes.c_uint(kernel.grid[0]), ctypes.c_uint(kernel.block[0])]
+    arguments: list[Any] = [ctypes.c_uint(n) for n in (*kernel.grid, *kernel.block)]
     for param, value in zip(kernel.args, values, strict=True):
         if isinstance(value, torch.Tensor):
             arguments.append(ctypes.c_void_p(value.data_ptr()))

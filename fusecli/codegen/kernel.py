@@ -22,24 +22,31 @@ class ArgKind(enum.Enum):
     OUTPUT = "output"  # a segment output: allocated by the runtime, its data pointer
     SCALAR = "scalar"  # a scalar value of the fusion, passed by value
     HOST_SCALAR = "host_scalar"  # a 0-dim CPU tensor input, read on the host, passed by value
-    HOST_VALUE = "host_value"  # a random op's values, drawn on the host (see docs in emitter)
+    RNG_SEED = "rng_seed"  # a random op's Philox seed, 64 bits by value (see fusecli.ir.rng)
+    RNG_OFFSET = "rng_offset"  # a random op's Philox offset, 64 bits by value
+    WORKSPACE = "workspace"  # global scratch memory of ``nbytes`` the launch provides
 
 
 @dataclass(frozen=True, slots=True)
 class KernelArg:
     """One kernel parameter: its C name and type, and the runtime value that fills it.
 
-    ``value`` is the IR value (a TensorView or Scalar); ``expr`` the random expr whose values a
-    HOST_VALUE parameter carries; ``shape`` the concrete shape of outputs and host values.
+    ``value`` is the IR value (a TensorView or Scalar; None for a workspace); ``expr`` the
+    random expr whose seed or offset an RNG_SEED or RNG_OFFSET parameter carries; ``shape``
+    the concrete shape of outputs. A WORKSPACE parameter is ``nbytes`` bytes of device memory;
+    with ``zeroed`` they must be zero on entry, and the kernel leaves them zero again, so that a
+    launch may keep one such buffer for all its calls (a grid reduction's arrival counters).
     """
 
     kind: ArgKind
     name: str
     ctype: str
     dtype: DataType
-    value: TensorView | Scalar
+    value: TensorView | Scalar | None
     expr: Expr | None = None
     shape: tuple[int, ...] = ()
+    nbytes: int = 0
+    zeroed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

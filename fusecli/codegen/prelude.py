@@ -4,14 +4,16 @@ Kernels include no CUDA header: half and bfloat16 are 16-bit structs, converted 
 by the conversion instructions torch's own kernels use (``cvt.rn``: round to nearest even) and
 in the CPU emulator by the same rounding written as bit manipulation. The few helpers that are
 more than one C expression (NaN-propagating min/max, torch's remainder and shifts, block
-reductions) are written out here. ``prelude_for(body)`` picks the sections whose names the body
-mentions.
+reductions, the Philox random numbers of ``fusecli.ir.rng``) are written out here.
+``prelude_for(body)`` picks the sections whose names the body mentions, and those they use.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from fusecli.codegen import prelude_rng
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +226,10 @@ template <typename T> __device__ __forceinline__ T lerp_(T start, T end, T weigh
 }
 """,
     ),
+    Section(("PhiloxState", "rng_uniformf", "rng_normalf", "rng_uniform", "rng_normal"),
+            prelude_rng.PHILOX),
+    Section(("rng_uniform_half", "rng_normal_half"), prelude_rng.PHILOX_HALF),
+    Section(("rng_uniform_bfloat", "rng_normal_bfloat"), prelude_rng.PHILOX_BFLOAT),
     Section(
         ("prefetch_l2",),
         r"""
@@ -270,10 +276,12 @@ __device__ __forceinline__ T block_reduce(T value, Combine combine, T* scratch) 
 
 
 def prelude_for(body: str) -> str:
-    """The sections ``body`` uses, in a fixed order (no section uses another)."""
+    """The sections ``body`` uses and the sections those use, in a fixed order (a section uses
+    only sections before it)."""
     used = set(re.findall(r"[A-Za-z_]\w*", body))
-    return "".join(
-        section.text.lstrip("\n") + "\n"
-        for section in SECTIONS
-        if used & set(section.provides)
-    )
+    chosen: list[Section] = []
+    for section in reversed(SECTIONS):  # a section's text adds what it uses, further up
+        if used & set(section.provides):
+            chosen.append(section)
+            used |= set(re.findall(r"[A-Za-z_]\w*", section.text))
+    return "".join(section.text.lstrip("\n") + "\n" for section in reversed(chosen))

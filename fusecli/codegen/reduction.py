@@ -23,6 +23,7 @@ from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
 from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contiguous_strides, scale
 from fusecli.codegen.kernel import Kernel, UnsupportedError
+from fusecli.codegen.outer_reduction import build_outer_reduction
 from fusecli.codegen.pointwise import loop_positions
 from fusecli.codegen.reduction_ops import Accumulator, accumulators, finish
 from fusecli.codegen.source import assemble, index_type_for, store
@@ -44,6 +45,10 @@ def build_reduction(ctx: KernelContext, name: str, plan: ReductionParams) -> Ker
     reference = ctx.candidate.reduction_exprs[0].inputs[0]
     _check_rows(ctx, reference, plan)
     outputs = _classify_outputs(ctx, reference, plan)
+    if not plan.inner:  # the reduced dims lead: columns per thread, rows split over blocks
+        kernel = build_outer_reduction(ctx, name, plan, reference, outputs)
+        if kernel is not None:
+            return kernel
     grid = max(1, min(-(-plan.rows // plan.rows_per_block), plan.max_blocks))
     index_type = index_type_for(ctx, plan.rows + grid * plan.rows_per_block)
     emitter = Emitter(ctx, IndexSpace(), plan.vectorize)

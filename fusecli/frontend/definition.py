@@ -26,6 +26,7 @@ from fusecli.ir import dtype as dt
 from fusecli.ir import nodes
 from fusecli.ir.builder import DefinitionError, FusionBuilder, invalid_size_text
 from fusecli.ir.dtype import DataType
+from fusecli.runtime.segmented import execute as run_warm
 
 
 class FusionCache:
@@ -339,10 +340,18 @@ class FusionDefinition:
         ``print_repro=True`` prints the repro first, as nvFuser does. Other options
         (``_enable_options``, ``save_repro_inputs``, ...) do not change fusecli's results.
         """
-        self._ensure_defined()
-        if options.get("print_repro"):
+        fusion = getattr(self, "_fusion", None)
+        if fusion is None:
+            self._ensure_defined()
+            fusion = self.fusion
+        if options and options.get("print_repro"):
             print(self.repro_script_for(inputs))
-        return session.execute(self, list(inputs), device)
+        if type(inputs) is not list:
+            inputs = list(inputs)
+        current = session.current()
+        if not current.listening and current.run_executes:  # the default: nothing to record
+            return run_warm(fusion, inputs, current.rules, current.executor, device)
+        return session.execute(self, inputs, device)
 
     def validate(
         self,

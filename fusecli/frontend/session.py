@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fusecli.reference import run_reference
 from fusecli.runtime.bind import bind_inputs
-from fusecli.runtime.segmented import run_fusion
+from fusecli.runtime.segmented import execute as run_warm
 
 if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
@@ -74,6 +74,9 @@ def definition_finished(fd: FusionDefinition) -> None:
 
 
 def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
+    session = _current
+    if not session.listening and session.run_executes:  # the default: nothing to record
+        return run_warm(fd.fusion, inputs, session.rules, session.executor, device)
     call = ExecuteCall(fd, list(inputs))
     if _current.listening:
         _current.calls.append(call)  # a listener may answer the call itself (call.outputs)
@@ -82,8 +85,5 @@ def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
             bind_inputs(fd.fusion, list(inputs))  # nvFuser's checks at execute, before any math
             call.outputs = run_reference(fd.fusion, list(inputs)).outputs
         return call.outputs
-    _, run = run_fusion(
-        fd.fusion, list(inputs), rules=_current.rules, executor=_current.executor, device=device
-    )
-    call.outputs = run.outputs
+    call.outputs = run_warm(fd.fusion, inputs, _current.rules, _current.executor, device)
     return call.outputs

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from fusecli.ir import dtype as dt
 from fusecli.ir.attrs import (
     embedding_options,
     pad_widths,
@@ -159,13 +160,18 @@ def _number(value: object) -> object:
     return value.item() if isinstance(value, Tensor) and value.dim() == 0 else value
 
 
+def _drawn_dtype(ctx: OpContext) -> torch.dtype:
+    """The output's own dtype: the stream differs by dtype (float64 mode converts after)."""
+    return dt.to_torch(ctx.expr.outputs[0].dtype)
+
+
 def _random(kind: str) -> Callable[..., Tensor]:
     def rule(ctx: OpContext, first: object, second: object, shape: list[int], *seeds) -> Tensor:
         seed, offset = _seed_and_offset(ctx, (first, second, shape, *seeds))
         return random_tensor(
             kind,
             tuple(shape),
-            ctx.dtype(),
+            _drawn_dtype(ctx),
             _number(first),
             _number(second),
             seed,
@@ -179,7 +185,9 @@ def _random(kind: str) -> Callable[..., Tensor]:
 def _random_like(kind: str) -> Callable[..., Tensor]:
     def rule(ctx: OpContext, x: Tensor, *seeds: object) -> Tensor:
         seed, offset = _seed_and_offset(ctx, (x, *seeds))
-        return random_tensor(kind, tuple(x.shape), ctx.dtype(), 0.0, 1.0, seed, offset, ctx.device)
+        return random_tensor(
+            kind, tuple(x.shape), _drawn_dtype(ctx), 0.0, 1.0, seed, offset, ctx.device
+        )
 
     return rule
 

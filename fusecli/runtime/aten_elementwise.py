@@ -180,7 +180,8 @@ def with_stride_order(tensor: Tensor, stride_order: Sequence[int]) -> Tensor:
 # The table
 # ---------------------------------------------------------------------------------------------
 
-_COMPUTE: dict[OpType, Callable[..., Tensor]] = {
+# Each elementwise op's torch computation on tensor operands (the warm path calls it directly).
+ELEMENTWISE_COMPUTE: dict[OpType, Callable[..., Tensor]] = {
     # unary
     OpType.acos: torch.acos,
     OpType.acosh: torch.acosh,
@@ -271,11 +272,13 @@ _COMPUTE: dict[OpType, Callable[..., Tensor]] = {
 }
 
 ELEMENTWISE_OPS: dict[OpType, AtenFn] = {
-    **{op: _elementwise(compute) for op, compute in _COMPUTE.items()},
+    **{op: _elementwise(compute) for op, compute in ELEMENTWISE_COMPUTE.items()},
     OpType.cast: _cast,
     OpType.set: _set,
     OpType.segment_set: _set,
     OpType.stride_order: _stride_order,
 }
 
-__all__ = ["ELEMENTWISE_OPS", "AtenFn", "tensor_operands", "with_stride_order"]
+__all__ = [
+    "ELEMENTWISE_COMPUTE", "ELEMENTWISE_OPS", "AtenFn", "tensor_operands", "with_stride_order",
+]

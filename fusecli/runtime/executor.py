@@ -48,6 +48,7 @@ class SegmentOutcome:
     executor: str
     fallback: str | None = None
     kernel: Kernel | None = None
+    launch: object = None  # the kernel's planned warm launch (runtime.launch.Launch), if any
 
 
 def run_segment(
@@ -66,7 +67,8 @@ def run_segment(
     if reason is None and executor is not fallback:
         reason = executor.attempt(segment, env, ctx)
         if reason is None:
-            return SegmentOutcome(executor.name, None, getattr(executor, "last_kernel", None))
+            return SegmentOutcome(executor.name, None, getattr(executor, "last_kernel", None),
+                                  getattr(executor, "last_launch", None))
     if reason is not None and strict and segment.scheduler not in ATEN_SCHEDULERS:
         raise PipelineError(
             f"segment {segment.id} ({segment.scheduler}) has no CUDA kernel: {reason}"

@@ -1,7 +1,7 @@
 """Launching a generated kernel: its arguments, and the planned warm launch.
 
-``kernel_arguments`` gathers a kernel's parameter values (input tensors, packed scalars, the
-values random ops draw on the host) and allocates its outputs with torch. ``Launch`` is one
+``kernel_arguments`` gathers a kernel's parameter values (input tensors, packed scalars, random
+ops' seeds and offsets: ``rng_argument``) and allocates its outputs with torch. ``Launch`` is one
 kernel's warm launch, planned once per (segment, input layout): a parameter buffer the driver
 reads, filled per call, and cuLaunchKernel on torch's current stream.
 """
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from fusecli.codegen import ArgKind, Kernel
+from fusecli.codegen import ArgKind, Kernel, KernelArg
 from fusecli.errors import PipelineError
 from fusecli.ir import dtype as dt
-from fusecli.runtime.aten import ATEN_OPS
-from fusecli.runtime.context import ExecutionContext, MissingValueError, value_of
+from fusecli.ir.attrs import random_seed
+from fusecli.runtime.context import ExecutionContext, value_of
 
 if TYPE_CHECKING:
     from fusecli.segment.result import Segment
@@ -115,9 +115,10 @@ class Launch:
             elif param.kind is ArgKind.OUTPUT:
                 launch.outputs.append((slot, param.value.uid, param.shape,
                                        dt.to_torch(param.dtype)))
+            elif param.kind is ArgKind.WORKSPACE:
+                launch.others.append((slot, param, {}))  # its zeroed memory, made once
             else:
-                typed = (None if param.kind is ArgKind.HOST_VALUE
-                         else _SLOT_TYPES[param.ctype].from_buffer(launch.slots, 8 * slot))
+                typed = _SLOT_TYPES[param.ctype].from_buffer(launch.slots, 8 * slot)
                 launch.others.append((slot, param, typed))
         return launch
 
@@ -125,7 +126,6 @@ class Launch:
                  ctx: ExecutionContext, executor: Any) -> dict[int, torch.Tensor]:
         device, slots = self.device, self.slots
         outputs: dict[int, torch.Tensor] = {}
-        keep = []  # host-drawn values: alive until the launch is queued
         with self.lock:
             for slot, position in self.inputs:
                 slots[slot] = inputs[position].data_ptr()
@@ -135,11 +135,13 @@ class Launch:
                     poison_tensor(tensor)
                 outputs[uid] = tensor
                 slots[slot] = tensor.data_ptr()
+            held = []  # workspaces made for this call: alive until it is queued
             for slot, param, typed in self.others:
-                if typed is None:
-                    values = _host_values(param, env, ctx, device)
-                    keep.append(values)
-                    slots[slot] = values.data_ptr()
+                if param.kind is ArgKind.WORKSPACE:
+                    held.append(workspace(param, device, typed))
+                    slots[slot] = held[-1].data_ptr()
+                elif param.kind in _RNG_KINDS:
+                    typed.value = rng_argument(param, env, ctx)
                 else:
                     source = env[param.value.uid] if param.kind is ArgKind.HOST_SCALAR else (
                         value_of(param.value, env))
@@ -202,14 +204,31 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
                 poison_tensor(tensor)
             outputs[param.value.uid] = tensor
             values.append(tensor)
-        elif param.kind is ArgKind.HOST_VALUE:
-            values.append(_host_values(param, env, ctx, device))
+        elif param.kind is ArgKind.WORKSPACE:
+            values.append(workspace(param, device))
+        elif param.kind in _RNG_KINDS:
+            values.append(_PACK[param.ctype](rng_argument(param, env, ctx)))
         else:
             source = env[param.value.uid] if param.kind is ArgKind.HOST_SCALAR else (
                 value_of(param.value, env))
             number = source.item() if isinstance(source, torch.Tensor) else source
             values.append(_PACK[param.ctype](number))
     return values, outputs
+
+
+def workspace(param: KernelArg, device: torch.device,
+              kept: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+    """A WORKSPACE parameter's memory: ``param.nbytes`` bytes, zero where ``param.zeroed``.
+    Zeroed memory (the kernel leaves it zero) is made once per ``kept``, a planned launch's,
+    and returned again after; the rest is new per call (the kernel writes it before reading)."""
+    if not param.zeroed:
+        return torch.empty(max(1, param.nbytes), dtype=torch.uint8, device=device)
+    if kept is None or param.name not in kept:
+        memory = torch.zeros(max(1, param.nbytes), dtype=torch.uint8, device=device)
+        if kept is None:
+            return memory
+        kept[param.name] = memory
+    return kept[param.name]
 
 
 def poison_tensor(tensor: torch.Tensor) -> None:
@@ -220,17 +239,21 @@ def poison_tensor(tensor: torch.Tensor) -> None:
         tensor.view(-1).view(torch.uint8).fill_(1 if tensor.dtype is torch.bool else 0xFF)
 
 
-def _host_values(param: Any, env: MutableMapping[int, object], ctx: ExecutionContext,
-                 device: torch.device) -> torch.Tensor:
-    """A random op's values from fusecli's stream (what ATen and the reference draw)."""
+_RNG_KINDS = (ArgKind.RNG_SEED, ArgKind.RNG_OFFSET)
+
+
+def rng_argument(param: Any, env: MutableMapping[int, object], ctx: ExecutionContext) -> int:
+    """A random expr's Philox seed or offset (``param.kind``) as the kernel's 64-bit unsigned
+    parameter: the expr's ``rng_seed``/``rng_offset`` scalar where it has them, else the
+    execution's seed and the expr's offset among the fusion's random exprs (fusecli.ir.rng)."""
     expr = param.expr
-    args = []
-    for value in expr.inputs:
-        try:
-            args.append(value_of(value, env))
-        except MissingValueError:  # rand_like of a value of this segment: only its shape counts
-            args.append(torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device))
-    (values,) = ATEN_OPS[expr.op](expr, args, ctx)
-    return values.to(device=device, dtype=dt.to_torch(param.dtype)).contiguous()
+    given = random_seed(expr, expr.inputs)
+    seed_kind = param.kind is ArgKind.RNG_SEED
+    if given is None:
+        number = ctx.seed if seed_kind else ctx.random_offsets[expr.uid]
+    else:
+        source = value_of(given[0] if seed_kind else given[1], env)
+        number = source.item() if isinstance(source, torch.Tensor) else source
+    return int(number) % 2**64
 
 

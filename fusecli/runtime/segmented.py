@@ -10,12 +10,13 @@ what it reads, as nvFuser's resolveScalarsInGroup makes each segment compute the
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fusecli.errors import PipelineError
-from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
+from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector, flatten_inputs
 from fusecli.runtime.bind import Bindings, bind_inputs
 from fusecli.runtime.cache import cached_plan
 from fusecli.runtime.context import ExecutionContext
@@ -23,6 +24,8 @@ from fusecli.runtime.devices import execution_device
 from fusecli.runtime.executor import run_segment
 from fusecli.runtime.outputs import collect_outputs
 from fusecli.runtime.registry import executor_named, fallback_executor
+from fusecli.runtime.warm import CAPACITY as WARM_CAPACITY
+from fusecli.runtime.warm import Trace, compile_run, warm_key
 from fusecli.segment.result import Segment, SegmentedFusion
 
 
@@ -55,8 +58,10 @@ class SegmentRunner:
         device: Any = None,
         strict: bool = False,
         bindings: Bindings | None = None,
+        trace: Trace | None = None,
     ) -> None:
-        """``bindings``: the inputs already bound (a cached plan's), else they are bound here."""
+        """``bindings``: the inputs already bound (a cached plan's), else they are bound here;
+        ``trace`` records the run for the warm path (``runtime.warm``)."""
         if segmented.failure is not None:
             failure = segmented.failure
             ops = ", ".join(e.op.value for e in failure.candidate.exprs)
@@ -74,7 +79,8 @@ class SegmentRunner:
             extents=self.bindings.extents,
         )
         self.env: dict[int, object] = dict(self.bindings.values)
-        self.scalars = _ScalarQueue(self.fusion.exprs, self.aten, self.env, self.ctx)
+        self.trace = trace
+        self.scalars = _ScalarQueue(self.fusion.exprs, self.aten, self.env, self.ctx, trace)
 
     def run(self, segment: Segment) -> SegmentRun:
         self.scalars.run_ready()
@@ -84,8 +90,15 @@ class SegmentRunner:
             outcome = run_segment(self.executor, segment, self.env, self.ctx,
                                   fallback=self.aten, strict=self.strict)
             executor, fallback = outcome.executor, outcome.fallback
+            if self.trace is not None:
+                if executor == self.aten.name:
+                    self.trace.aten(segment.exprs, self.aten)
+                else:
+                    self.trace.kernel(segment, outcome.launch, self.executor)
         else:  # scalar exprs join the segment: only ATen runs such a mixed expr list
             self.aten.run_exprs(exprs, self.env, self.ctx)
+            if self.trace is not None:
+                self.trace.aten(exprs, self.aten)
             executor = self.aten.name
             fallback = (None if self.executor is self.aten
                         else "the segment reads sizes of tensors it computes itself")
@@ -125,11 +138,12 @@ class _ScalarQueue:
     """Scalar exprs: each runs once everything it reads is in the environment, or inside the
     segment that computes what it reads (a size() of a tensor made in that segment)."""
 
-    def __init__(self, exprs: Sequence[Expr], runner: Any, env: dict, ctx: Any) -> None:
+    def __init__(self, exprs: Sequence[Expr], runner: Any, env: dict, ctx: Any,
+                 trace: Trace | None = None) -> None:
         self.position = {e.uid: i for i, e in enumerate(exprs)}
         self.pending = [e for e in exprs if not any(isinstance(o, TensorView) for o in e.outputs)]
         self.producer = {o.uid: e for e in self.pending for o in e.outputs}
-        self.runner, self.env, self.ctx = runner, env, ctx
+        self.runner, self.env, self.ctx, self.trace = runner, env, ctx, trace
 
     def with_scalars(self, exprs: Sequence[Expr]) -> list[Expr]:
         """``exprs`` plus the pending scalar exprs they need, in fusion order."""
@@ -161,6 +175,8 @@ class _ScalarQueue:
             for expr in list(self.pending):
                 if self._ready(expr):
                     self.runner.run_exprs([expr], self.env, self.ctx)
+                    if self.trace is not None:
+                        self.trace.aten([expr], self.runner)
                     self.pending.remove(expr)
                     progressed = True
 
@@ -191,3 +207,36 @@ def run_fusion(
         segmented, inputs, executor=executor, seed=seed, device=device, strict=strict,
         bindings=bindings,
     )
+
+
+_UNSEEN = object()
+
+
+def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
+            executor: str = "auto", device: Any = None) -> list[Any]:
+    """What ``fd.execute`` does: the compiled run of the inputs' signature
+    (``runtime.warm``), or, on its first call, the full run, compiled for the next."""
+    flat, key = inputs, warm_key(inputs, rules, executor, device)
+    if key is None:  # nested lists and tuples (define_vector inputs' values)
+        flat = flatten_inputs(inputs)
+        key = warm_key(flat, rules, executor, device)
+    runs = fusion.memo.get("warm")
+    if runs is None:
+        runs = fusion.memo["warm"] = OrderedDict()
+    warm = runs.get(key, _UNSEEN)
+    if warm is not None and warm is not _UNSEEN:
+        return warm(flat)
+    plan = cached_plan(fusion, inputs, rules)
+    segmented = plan.segmented
+    bindings = plan.bind(inputs) if segmented.failure is None else None
+    trace = Trace() if warm is _UNSEEN else None
+    runner = SegmentRunner(segmented, inputs, executor=executor, device=device,
+                           bindings=bindings, trace=trace)
+    for segment in segmented.segments:
+        runner.run(segment)
+    outputs = runner.outputs()
+    if trace is not None:  # a signature whose run cannot be replayed is remembered as None
+        runs[key] = compile_run(fusion, trace, runner.env, runner.bindings, runner.ctx, outputs)
+        while len(runs) > WARM_CAPACITY:
+            runs.popitem(last=False)
+    return outputs

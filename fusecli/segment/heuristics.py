@@ -212,3 +212,62 @@ def _next_power_of_two(value: int) -> int:
     while power < value:
         power *= 2
     return power
+
+
+# -- outer reductions (codegen/outer_reduction.py) -----------------------------------------------
+# A block is BX column vectors (a warp's 32 reads one 512-byte stretch of a row of floats) by BY
+# row groups, 256 threads; each thread has UNROLL rows' loads in flight. The rows are split over
+# gridDim.y where the column tiles alone would not fill the GPU WAVES times over, as long as each
+# thread keeps MIN_ROWS_PER_THREAD rows per split: a large sum over dim 0 is split, a small one
+# is not (no workspace, no second phase).
+
+MULTIPROCESSORS = 132  # H100 and H200 (SXM)
+FULL_OCCUPANCY_THREADS = 2048  # resident threads per multiprocessor (sm_80 to sm_90)
+OUTER_BLOCK = 256
+MAX_COLUMN_THREADS = 32
+UNROLL = 4
+WAVES = 4
+MIN_ROWS_PER_THREAD = 16
+MAX_SPLITS = 65535  # gridDim.y
+SHARED_BYTES = 48 * 1024  # static shared memory of a block
+
+
+@dataclass(frozen=True, slots=True)
+class OuterTiling:
+    vectorize: int  # V: columns per thread
+    columns: int  # BX: column vectors per block (threadIdx.x)
+    groups: int  # BY: row groups per block (threadIdx.y), a power of two
+    unroll: int  # U: rows loaded before any is added
+    tiles: int  # GX: column tiles (gridDim.x)
+    splits: int  # GY: blocks sharing a tile's rows (gridDim.y); 1: no workspace
+    chunk: int  # rows per split (a multiple of BY * U when split)
+
+
+def outer_tiling(rows: int, columns: int, lanes: int, shared_per_thread: int) -> OuterTiling:
+    """The block and grid of an outer reduction of ``rows`` reduced rows by ``columns``
+    columns, ``lanes`` per thread; ``shared_per_thread``: the bytes each thread puts in shared
+    memory to combine the row groups (fewer groups where they would not fit)."""
+    vectors = columns // lanes
+    bx = min(MAX_COLUMN_THREADS, _next_power_of_two(vectors))
+    by = min(max(1, OUTER_BLOCK // bx), _next_power_of_two(rows))
+    while by > 1 and bx * by * shared_per_thread > SHARED_BYTES:
+        by //= 2
+    unroll = min(UNROLL, _power_at_most(max(1, rows // by)))
+    tiles = -(-vectors // bx)
+    resident = MULTIPROCESSORS * max(1, FULL_OCCUPANCY_THREADS // (bx * by))
+    splits = max(1, min(-(-WAVES * resident // tiles), rows // (by * MIN_ROWS_PER_THREAD),
+                        MAX_SPLITS))
+    chunk = rows
+    if splits > 1:
+        step, share = by * unroll, -(-rows // splits)
+        chunk = -(-share // step) * step
+        splits = -(-rows // chunk)
+        chunk = chunk if splits > 1 else rows
+    return OuterTiling(lanes, bx, by, unroll, tiles, splits, chunk)
+
+
+def _power_at_most(value: int) -> int:
+    power = 1
+    while power * 2 <= value:
+        power *= 2
+    return power

@@ -1,0 +1,144 @@
+"""The prelude's Philox sections (``fusecli.codegen.prelude``): nvFuser's random numbers, drawn
+in the kernel as ``fusecli.ir.rng`` defines them.
+
+Generated code declares one ``PhiloxState`` per random op at the top of the kernel and computes
+each element with ``rng_<distribution><type>(state, seed, offset, index, first, second)``:
+``index`` is the element's row-major linear index in the op's output, ``seed`` and ``offset``
+the op's 64-bit parameters. The half and bfloat16 variants use the float16 and bfloat16
+sections' rounding.
+"""
+
+PHILOX = r"""
+// Philox4x32-10 as nvFuser draws it (fusecli.ir.rng): key = seed, counter = (offset low, offset
+// high, subsequence low, subsequence high). Element i of a random op is component i % 4 of
+// subsequence i / 4 (i % 2 of i / 2 for double). Each random op keeps the four words of its last
+// subsequence in a PhiloxState (registers), drawn again only when the subsequence changes: a
+// thread's consecutive elements share one call.
+struct PhiloxState { unsigned long long subsequence; unsigned int word[4]; };
+
+__device__ __forceinline__ void philox4x32_10(unsigned int word[4], unsigned long long seed,
+                                              unsigned long long subsequence,
+                                              unsigned long long offset) {
+  unsigned int key0 = (unsigned int)seed, key1 = (unsigned int)(seed >> 32);
+  unsigned int c0 = (unsigned int)offset, c1 = (unsigned int)(offset >> 32);
+  unsigned int c2 = (unsigned int)subsequence, c3 = (unsigned int)(subsequence >> 32);
+  #pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const unsigned int high0 = __umulhi(0xD2511F53u, c0), low0 = 0xD2511F53u * c0;
+    const unsigned int high1 = __umulhi(0xCD9E8D57u, c2), low1 = 0xCD9E8D57u * c2;
+    c0 = high1 ^ c1 ^ key0;
+    c1 = low1;
+    c2 = high0 ^ c3 ^ key1;
+    c3 = low0;
+    key0 += 0x9E3779B9u;
+    key1 += 0xBB67AE85u;
+  }
+  word[0] = c0; word[1] = c1; word[2] = c2; word[3] = c3;
+}
+
+__device__ __forceinline__ void philox_at(PhiloxState& state, unsigned long long seed,
+                                          unsigned long long offset,
+                                          unsigned long long subsequence) {
+  if (subsequence != state.subsequence) {
+    philox4x32_10(state.word, seed, subsequence, offset);
+    state.subsequence = subsequence;
+  }
+}
+
+// Word k by selection rather than by a variable index: the words stay in registers.
+__device__ __forceinline__ unsigned int philox_word(const PhiloxState& state, unsigned int k) {
+  return k == 0 ? state.word[0] : k == 1 ? state.word[1] : k == 2 ? state.word[2] : state.word[3];
+}
+
+// In (0, 1]: x 2^-32 + 2^-33 in float; 53 bits of two words 2^-53 + 2^-54 in double.
+__device__ __forceinline__ float philox_raw_float(unsigned int x) {
+  return (float)x * 0x1p-32f + 0x1p-33f;
+}
+__device__ __forceinline__ float philox_uniformf(unsigned int x) {
+  const float u = philox_raw_float(x);
+  return u == 1.0f ? 0.0f : u;
+}
+__device__ __forceinline__ double philox_uniform(unsigned int x, unsigned int y) {
+  const unsigned long long bits = (unsigned long long)x ^ ((unsigned long long)y << 21);
+  const double u = (double)bits * 0x1p-53 + 0x1p-54;
+  return u == 1.0 ? 0.0 : u;
+}
+
+// Box-Muller of two float uniforms: the sine for even components, the cosine for odd.
+__device__ __forceinline__ float philox_normalf(const PhiloxState& state, unsigned int c) {
+  const float u = philox_uniformf(philox_word(state, c & 2u));
+  const float v = philox_uniformf(philox_word(state, (c & 2u) + 1u)) * 6.2831855f;
+  const float radius = sqrtf(-2.0f * logf(u));
+  return (c & 1u) ? radius * cosf(v) : radius * sinf(v);
+}
+
+// Element `index` of a random op: uniform in [from, to), or normal (mean, std). nvFuser's
+// `from + range * u` and `normal * std + mean` are fused multiply-adds (--fmad=true).
+__device__ __forceinline__ float rng_uniformf(PhiloxState& state, unsigned long long seed,
+                                              unsigned long long offset,
+                                              unsigned long long index, float from, float to) {
+  philox_at(state, seed, offset, index / 4);
+  return fmaf(to - from, philox_uniformf(philox_word(state, (unsigned int)(index % 4))), from);
+}
+__device__ __forceinline__ float rng_normalf(PhiloxState& state, unsigned long long seed,
+                                             unsigned long long offset,
+                                             unsigned long long index, float mean, float std) {
+  philox_at(state, seed, offset, index / 4);
+  return fmaf(philox_normalf(state, (unsigned int)(index % 4)), std, mean);
+}
+__device__ __forceinline__ double rng_uniform(PhiloxState& state, unsigned long long seed,
+                                              unsigned long long offset,
+                                              unsigned long long index, double from, double to) {
+  philox_at(state, seed, offset, index / 2);
+  const unsigned int c = (unsigned int)(index % 2);
+  return fma(to - from, philox_uniform(philox_word(state, 2u * c),
+                                       philox_word(state, 2u * c + 1u)), from);
+}
+__device__ __forceinline__ double rng_normal(PhiloxState& state, unsigned long long seed,
+                                             unsigned long long offset,
+                                             unsigned long long index, double mean, double std) {
+  philox_at(state, seed, offset, index / 2);
+  const double u = philox_uniform(state.word[0], state.word[1]);
+  const double v = philox_uniform(state.word[2], state.word[3]) * 6.2831853071795860;
+  const double radius = sqrt(-2.0 * log(u));
+  return fma((index % 2) ? radius * cos(v) : radius * sin(v), std, mean);
+}
+"""
+
+PHILOX_HALF = r"""
+// Half: the float value rounded; a uniform that rounds to `to` is `from`.
+__device__ __forceinline__ float rng_uniform_half(PhiloxState& state, unsigned long long seed,
+                                                  unsigned long long offset,
+                                                  unsigned long long index, float from,
+                                                  float to) {
+  philox_at(state, seed, offset, index / 4);
+  const float u = philox_raw_float(philox_word(state, (unsigned int)(index % 4)));
+  const float value = round_to_float16(fmaf(to - from, u, from));
+  return value == round_to_float16(to) ? round_to_float16(from) : value;
+}
+__device__ __forceinline__ float rng_normal_half(PhiloxState& state, unsigned long long seed,
+                                                 unsigned long long offset,
+                                                 unsigned long long index, float mean,
+                                                 float std) {
+  return round_to_float16(rng_normalf(state, seed, offset, index, mean, std));
+}
+"""
+
+PHILOX_BFLOAT = r"""
+// Bfloat16: the float value rounded; a uniform that rounds to `to` is `from`.
+__device__ __forceinline__ float rng_uniform_bfloat(PhiloxState& state, unsigned long long seed,
+                                                    unsigned long long offset,
+                                                    unsigned long long index, float from,
+                                                    float to) {
+  philox_at(state, seed, offset, index / 4);
+  const float u = philox_raw_float(philox_word(state, (unsigned int)(index % 4)));
+  const float value = round_to_bfloat16(fmaf(to - from, u, from));
+  return value == round_to_bfloat16(to) ? round_to_bfloat16(from) : value;
+}
+__device__ __forceinline__ float rng_normal_bfloat(PhiloxState& state, unsigned long long seed,
+                                                   unsigned long long offset,
+                                                   unsigned long long index, float mean,
+                                                   float std) {
+  return round_to_bfloat16(rng_normalf(state, seed, offset, index, mean, std));
+}
+"""

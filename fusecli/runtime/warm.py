@@ -1,0 +1,288 @@
+"""The warm path of ``fd.execute``: a run compiled per input signature, replayed without checks.
+
+nvFuser's FusionExecutorCache keeps, per input signature, a runtime whose warm call binds the
+new pointers and launches its kernels. This is fusecli's: the first call of a signature runs as
+every run does (segmentation from the plan cache, ``SegmentRunner``, fallbacks, checks) and
+records what it did, a ``Trace`` of steps; a ``WarmRun`` built from that trace replays it for
+every later call of the signature:
+
+- a generated kernel's step is its planned ``Launch`` (pointers written into the parameter
+  buffer, outputs allocated, cuLaunchKernel on torch's current stream);
+- an ATen step calls the op's torch function with the operands the first call found: tensors
+  from the environment, every other operand (constants, scalar inputs, sizes) as it was then;
+- scalar exprs the signature decides (sizes, arithmetic on scalar inputs and constants) are not
+  steps: their values are the first call's;
+- the outputs are the environment's values, where the first call returned them as they were
+  (no alias written, no layout changed, nothing shared with an input or another output); any
+  other fusion collects its outputs as the first call did.
+
+The key (``warm_key``) is exact for what the replay assumes: the rule profile, the executor,
+the device asked for, ``FUSECLI_INJECT_FAULT`` as it reads now, and per input its dtype, shape,
+strides, device, conjugate and negative bits and 16-byte alignment (kernels are generated for
+it), or a scalar input's type and value. What a torch call returns and whether it aliases its
+operand follow from those, so a replay computes what a full run would. A fusion with injected
+faults, a failed segmentation, or a step that cannot be replayed (a kernel without a planned
+launch) is not compiled: each call takes the full run. Nothing of a call is kept: the
+environment is the call's own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from fusecli.codegen.kernel import ArgKind
+from fusecli.ir import dtype as dt
+from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
+from fusecli.ir.optype import OpKind
+from fusecli.runtime.aten_elementwise import ELEMENTWISE_COMPUTE, ELEMENTWISE_OPS
+from fusecli.runtime.context import value_of
+from fusecli.runtime.faults import ENV_VAR
+
+CAPACITY = 32  # compiled signatures kept per fusion
+Tensor = torch.Tensor
+
+_environ = getattr(os.environ, "_data", None)
+_ENCODED = os.environ.encodekey(ENV_VAR) if hasattr(os.environ, "encodekey") else ENV_VAR
+
+
+def fault_setting() -> object:
+    """``FUSECLI_INJECT_FAULT`` as it reads now (os.environ's own store: a tenth the time of
+    ``os.environ.get``, which encodes the name on every call)."""
+    if _environ is not None:
+        return _environ.get(_ENCODED)
+    return os.environ.get(ENV_VAR)
+
+
+def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any) -> tuple | None:
+    """What a compiled run depends on: the run's settings, and per input its dtype, shape,
+    strides, device, 16-byte alignment and negative and conjugate bits (a tensor), or its
+    type and value (a scalar); None where ``flat`` nests lists (flatten it first). One loop:
+    this is most of a warm call's own time."""
+    key: tuple = (rules, executor, device, fault_setting())
+    for value in flat:
+        if type(value) is Tensor or isinstance(value, Tensor):
+            dtype = value.dtype
+            key += (dtype, value.shape, value.stride(), value.device, value.data_ptr() & 15,
+                    value.is_neg(), dtype.is_complex and value.is_conj())
+        elif isinstance(value, (list, tuple)):
+            return None
+        else:
+            key += (type(value), repr(value))
+    return key
+
+
+class Trace:
+    """What one full run did, in order: kernel launches and ATen exprs."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple] = []
+        self.replayable: str | None = None  # why not, once a step cannot be replayed
+
+    def kernel(self, segment: Any, launch: Any, executor: Any) -> None:
+        if launch is None:
+            self.refuse(f"segment {segment.id} ran a kernel without a planned launch")
+        else:
+            self.steps.append(("kernel", segment, launch, executor))
+
+    def aten(self, exprs: Sequence[Expr], executor: Any) -> None:
+        self.steps.extend(("aten", expr, executor) for expr in exprs)
+
+    def refuse(self, reason: str) -> None:
+        if self.replayable is None:
+            self.replayable = reason
+
+
+class WarmRun:
+    """One signature's compiled run: ``__call__(flat)`` returns the outputs.
+
+    The run is Python source generated from the trace (``source`` shows it): each tensor a
+    local variable, each step one call, so that a replay costs the calls themselves."""
+
+    __slots__ = ("source", "__call__")
+
+    def __init__(self, source: str, namespace: dict) -> None:
+        self.source = source
+        exec(compile(source, "<fusecli warm run>", "exec"), namespace)  # noqa: S102
+        self.__call__ = namespace["run"]
+
+
+class _Program:
+    """The generated run's source lines and the objects they name."""
+
+    def __init__(self, base: dict, fixed: set[int]) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, Any] = {"BASE": base}
+        self.fixed = fixed
+        self.with_env = False  # keep every value in ``env`` too, for steps that read it
+
+    def name(self, prefix: str, value: Any) -> str:
+        name = f"{prefix}{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def assign(self, uid: int, expression: str, cast: Any = None) -> None:
+        self.lines.append(f"v{uid} = {expression}")
+        if cast is not None:
+            dtype = self.name("C", cast)
+            self.lines.append(f"if v{uid}.dtype is not {dtype}: v{uid} = v{uid}.to({dtype})")
+        if self.with_env:
+            self.lines.append(f"env[{uid}] = v{uid}")
+
+    def operand(self, uid: int | None, value: Any) -> str:
+        return f"v{uid}" if uid is not None else self.name("K", value)
+
+
+def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any,
+                results: list[Any]) -> WarmRun | None:
+    """The replay of the full run that ``trace`` recorded (``env``: its environment at the
+    end, ``results``: what it returned), or None where it cannot be replayed."""
+    if trace.replayable is not None or ctx.faults:
+        return None
+    fixed = _signature_scalars(fusion)
+    base = {uid: value for uid, value in bindings.values.items()
+            if not isinstance(value, Tensor)}
+    base.update((uid, env[uid]) for uid in fixed if uid in env)
+    steps = [step for step in trace.steps
+             if step[0] == "kernel" or not all(out.uid in fixed for out in step[1].outputs)]
+    program = _Program(base, fixed)
+    program.names["ctx"] = ctx
+    program.with_env = any(_reads_env(step, fixed) for step in steps)
+    names = [f"v{v.uid}" if isinstance(v, TensorView) else "_" for v in fusion.inputs]
+    program.lines.append(f"({', '.join(names)},) = flat" if names else "")
+    if program.with_env:
+        program.lines.append("env = BASE.copy()")
+        program.lines.extend(f"env[{v.uid}] = v{v.uid}" for v in fusion.inputs
+                             if isinstance(v, TensorView))
+    for step in steps:
+        if step[0] == "kernel":
+            _kernel_step(program, *step[1:])
+        else:
+            _aten_step(program, step[1], step[2], env)
+    _collect(program, fusion, env, bindings, ctx, results)
+    body = "\n    ".join(line for line in program.lines if line)
+    return WarmRun(f"def run(flat):\n    {body}\n", program.names)
+
+
+def _reads_env(step: tuple, fixed: set[int]) -> bool:
+    """Whether a step reads values the generated run does not hold as locals: scalars
+    computed from tensor data, or a kernel parameter that is not a fixed scalar."""
+    if step[0] == "aten":
+        return any(not isinstance(out, TensorView) for out in step[1].outputs) or not all(
+            _fixed(value, fixed, False) or isinstance(value, TensorView)
+            for value in step[1].inputs)
+    for _, param, _ in step[2].others:
+        value = getattr(param, "value", None)
+        if not isinstance(value, Scalar) or not (value.uid in fixed or value.is_constant):
+            return True
+    return False
+
+
+def _signature_scalars(fusion: Fusion) -> set[int]:
+    """Scalar values the input signature decides: scalar inputs, sizes, and scalar exprs
+    over those (a value read out of a tensor's data is not one)."""
+    fixed = {v.uid for v in fusion.inputs if isinstance(v, Scalar)}
+    for expr in fusion.exprs:
+        if any(isinstance(out, TensorView) for out in expr.outputs):
+            continue
+        reads_sizes = expr.op.kind is OpKind.SCALAR
+        if all(_fixed(value, fixed, reads_sizes) for value in expr.inputs):
+            fixed.update(out.uid for out in expr.outputs)
+    return fixed
+
+
+def _fixed(value: Any, fixed: set[int], reads_sizes: bool) -> bool:
+    if isinstance(value, Vector):
+        return all(_fixed(element, fixed, reads_sizes) for element in value.elements)
+    if isinstance(value, TensorView):
+        return reads_sizes
+    return value.uid in fixed or (isinstance(value, Scalar) and value.is_constant)
+
+
+def _kernel_step(program: _Program, segment: Any, launch: Any, executor: Any) -> None:
+    """The planned launch, given the segment's inputs; its outputs become locals."""
+    call = (f"{program.name('L', launch)}({program.name('S', segment)}, "
+            f"[{', '.join(f'v{value.uid}' for value in segment.inputs)}], "
+            f"{'env' if program.with_env else 'BASE'}, ctx, {program.name('X', executor)})")
+    outputs = [param.value.uid for param in launch.kernel.args if param.kind is ArgKind.OUTPUT]
+    if len(outputs) == 1:
+        program.assign(outputs[0], f"{call}[{outputs[0]}]")
+        return
+    program.lines.append(f"out = {call}")
+    for uid in outputs:
+        program.assign(uid, f"out[{uid}]")
+
+
+def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
+    """An expr as its ATen entry on the tensor operands, the other operands as the first call
+    had them; an elementwise op as its torch function itself, its scalar operands already the
+    0-dim tensors the entry would make of them. An expr with scalar outputs runs as ATen runs
+    it, on the environment."""
+    if any(not isinstance(out, TensorView) for out in expr.outputs) or not all(
+        _fixed(value, program.fixed, False) or isinstance(value, TensorView)
+        for value in expr.inputs
+    ):
+        program.lines.append(
+            f"{program.name('X', executor)}.run_expr({program.name('E', expr)}, env, ctx)")
+        return
+    entry = executor.ops[expr.op]
+    compute = ELEMENTWISE_COMPUTE.get(expr.op) if entry is ELEMENTWISE_OPS.get(expr.op) else None
+    operands = [(value.uid, None) if isinstance(value, TensorView)
+                else (None, value_of(value, env)) for value in expr.inputs]
+    casts = [dt.to_torch(out.dtype) for out in expr.outputs]
+    device = _operand_device([env[uid] for uid, _ in operands if uid is not None])
+    if compute is not None and len(casts) == 1 and device is not None:
+        arguments = [
+            program.operand(uid, value if uid is not None or isinstance(value, Tensor)
+                            else torch.full((), value, dtype=dt.to_torch(operand.dtype),
+                                            device=device))
+            for (uid, value), operand in zip(operands, expr.inputs)
+        ]
+        program.assign(expr.outputs[0].uid,
+                       f"{program.name('F', compute)}({', '.join(arguments)})", casts[0])
+        return
+    arguments = [program.operand(uid, value) for uid, value in operands]
+    call = (f"{program.name('A', entry)}({program.name('E', expr)}, "
+            f"[{', '.join(arguments)}], ctx)")
+    if len(casts) == 1:
+        program.assign(expr.outputs[0].uid, f"{call}[0]", casts[0])
+        return
+    program.lines.append(f"out = {call}")
+    for number, (out, cast) in enumerate(zip(expr.outputs, casts)):
+        program.assign(out.uid, f"out[{number}]", cast)
+
+
+def _operand_device(tensors: list[Any]) -> Any:
+    """Where ATen puts an elementwise expr's scalar operands: the first dimensioned tensor's
+    device (a 0-dim CPU scalar goes along with CUDA tensors); None without tensors."""
+    tensors = [t for t in tensors if isinstance(t, Tensor)]
+    dimensioned = [t for t in tensors if t.dim() > 0]
+    return (dimensioned or tensors)[0].device if tensors else None
+
+
+def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: Any,
+             results: list[Any]) -> None:
+    """Return the outputs' locals where the full run returned its values as they were (no
+    alias written, no layout changed, none copied); else collect as the full run does."""
+    visible = [o for o in fusion.outputs if o.alias_input is None]
+    plain = len(visible) == len(fusion.outputs) and len(results) == len(visible) and all(
+        isinstance(o.value, TensorView) and o.value.uid in env and env[o.value.uid] is result
+        for o, result in zip(visible, results)
+    )
+    if plain:
+        program.lines.append(f"return [{', '.join(f'v{o.value.uid}' for o in visible)}]")
+        return
+    from fusecli.runtime.bind import Bindings
+    from fusecli.runtime.outputs import collect_outputs
+
+    if not program.with_env:
+        held = {v.uid for v in fusion.inputs if isinstance(v, TensorView)}
+        held |= {o.value.uid for o in fusion.outputs if isinstance(o.value, TensorView)}
+        program.lines.append(f"env = {{**BASE, {', '.join(f'{u}: v{u}' for u in held)}}}")
+    bound = program.name("B", lambda env: Bindings(env, bindings.extents, bindings.device))
+    program.lines.append(
+        f"return {program.name('O', collect_outputs)}({program.name('U', fusion)}, env, "
+        f"{bound}(env), ctx)")

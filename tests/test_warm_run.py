@@ -1,0 +1,162 @@
+"""The warm path of fd.execute (fusecli.runtime.warm): a replay computes what a full run does."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusecli.frontend import DataType, FusionDefinition
+from fusecli.load import discover, load_path
+from fusecli.runtime.segmented import execute, run_fusion
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = sorted(discover([ROOT / "fusions", ROOT / "tests" / "nvfuser_corpus",
+                          ROOT / "tests" / "repros_2023"]))
+
+
+def _runs(fusion) -> dict:
+    return fusion.memo.get("warm", {})
+
+
+def _rms_norm() -> FusionDefinition:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        eps = fd.define_scalar(dtype=DataType.Double)
+        xf = fd.ops.cast(x, DataType.Float)
+        mean = fd.ops.sum(fd.ops.mul(xf, xf), dims=[1], keepdim=True)
+        mean = fd.ops.div(mean, fd.ops.size(x, 1))
+        y = fd.ops.mul(xf, fd.ops.rsqrt(fd.ops.add(mean, eps)))
+        y = fd.ops.mul(y, fd.ops.cast(fd.ops.broadcast_in_dim(w, fd.ops.shape(x), [1]),
+                                      DataType.Float))
+        fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+        fd.add_output(mean)
+    return fd
+
+
+def _eager_rms(x, w, eps):
+    xf = x.float()
+    mean = (xf * xf).sum(1, keepdim=True) / x.shape[1]
+    return (xf * torch.rsqrt(mean + eps) * w.float()).bfloat16(), mean
+
+
+def test_a_warm_call_computes_its_own_inputs() -> None:
+    fd = _rms_norm()
+    for _ in range(4):  # the first call runs in full; the others replay it
+        x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
+        out, mean = fd.execute([x, w, 1e-5])
+        want, want_mean = _eager_rms(x, w, 1e-5)
+        torch.testing.assert_close(out.float(), want.float(), atol=2e-2, rtol=2e-2)
+        torch.testing.assert_close(mean, want_mean)
+    (run,) = _runs(fd.fusion).values()
+    assert run is not None and "def run(flat)" in run.source
+
+
+def test_each_call_returns_new_tensors_and_leaves_earlier_ones_alone() -> None:
+    fd = _rms_norm()
+    x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
+    first = fd.execute([x, w, 1e-5])
+    kept = [t.clone() for t in first]
+    second = fd.execute([x * 2, w, 1e-5])
+    assert all(a is not b for a, b in zip(first, second))
+    assert all(torch.equal(a, b) for a, b in zip(first, kept))
+
+
+@pytest.mark.parametrize("change", [
+    lambda x, w, eps: ([x[:, :39], w[:39], eps], "size"),
+    lambda x, w, eps: ([x.t().contiguous().t(), w, eps], "strides"),
+    lambda x, w, eps: ([x, w, 1e-3], "a scalar input's value"),
+    lambda x, w, eps: ([torch.randn(6, 41).bfloat16()[:, 1:], w, eps], "alignment"),
+])
+def test_another_signature_is_another_compiled_run(change) -> None:
+    fd = _rms_norm()
+    x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
+    fd.execute([x, w, 1e-5])
+    inputs, _ = change(x, w, 1e-5)
+    try:
+        out, _ = fd.execute(inputs)
+    except RuntimeError:  # refused by the full run's checks (contiguity): not hidden
+        assert len(_runs(fd.fusion)) == 1
+        return
+    torch.testing.assert_close(out.float(), _eager_rms(*inputs)[0].float(), atol=2e-2,
+                               rtol=2e-2)
+    assert len(_runs(fd.fusion)) == 2
+
+
+def test_injected_faults_are_never_replayed(monkeypatch) -> None:
+    fd = _rms_norm()
+    x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
+    good = fd.execute([x, w, 1e-5])[0]
+    monkeypatch.setenv("FUSECLI_INJECT_FAULT", "rsqrt")
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fault's own notice
+            bad = fd.execute([x, w, 1e-5])[0]
+        assert not torch.equal(bad, good)
+    assert None in _runs(fd.fusion).values()  # that signature runs in full each call
+    monkeypatch.delenv("FUSECLI_INJECT_FAULT")
+    assert torch.equal(fd.execute([x, w, 1e-5])[0], good)
+
+
+def test_aliased_outputs_are_written_on_every_call() -> None:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(x, fd.define_scalar(1.0)), x)
+        fd.add_output(fd.ops.mul(x, x))
+    x = torch.zeros(8)
+    for call in range(1, 4):
+        (square,) = fd.execute([x])
+        assert torch.equal(x, torch.full((8,), float(call)))
+        assert torch.equal(square, torch.full((8,), float((call - 1) ** 2)))
+
+
+def test_an_input_returned_as_an_output_is_a_copy_every_call() -> None:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(x)
+        fd.add_output(fd.ops.neg(x))
+    x = torch.randn(5)
+    for _ in range(3):
+        same, negated = fd.execute([x])
+        assert torch.equal(same, x) and same.data_ptr() != x.data_ptr()
+        assert torch.equal(negated, -x)
+
+
+def test_a_warm_call_retains_nothing() -> None:
+    fd = _rms_norm()
+    x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
+    for _ in range(3):
+        outputs = fd.execute([x, w, 1e-5])
+    refs = [weakref.ref(t) for t in (x, w, *outputs)]
+    del x, w, outputs
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_replay_of_every_corpus_fusion_equals_its_full_run(path: Path) -> None:
+    """Each corpus fusion (fusions/, the nvFuser-shape corpus, the 2023 repros): the second
+    call of a signature replays the first; its outputs equal a full run's bit for bit."""
+    for loaded in load_path(path, device="cpu", evaluate=False):
+        fusion, inputs = loaded.fusion, loaded.inputs
+        try:
+            _, full = run_fusion(fusion, inputs, executor="aten")
+        except RuntimeError:
+            continue  # a fusion no scheduler takes (the point of some repros)
+        execute(fusion, inputs, executor="aten")
+        replayed = execute(fusion, inputs, executor="aten")
+        assert len(replayed) == len(full.outputs)
+        for got, want in zip(replayed, full.outputs):
+            if isinstance(want, torch.Tensor):
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert got.stride() == want.stride()
+                assert torch.equal(got, want) or torch.equal(got, want.to(got.dtype)) or (
+                    got.is_floating_point() and ((got == want) | (got.isnan() & want.isnan())).all()
+                )
+            else:
+                assert got == want
