@@ -8,9 +8,11 @@ Every fusion is defined once with ``fusecli.frontend``. nvFuser gets the same de
 way ``--engine nvfuser`` gives it (``fusecli convert --to direct``), so both run the same
 nvFuser-API definition on the same inputs. Each is timed warm with CUDA events, as the median
 of ``--iters`` calls of ``fd.execute``, next to eager torch (and ``torch.compile`` with
-``--compile``). GB/s counts each input and output once; % is of the device's copy bandwidth,
+``--compile``). fusecli and nvFuser take turns call by call, so that the shared host's slow
+spells fall on both. GB/s counts each input and output once; % is of the device's copy bandwidth,
 measured in the same run. Host time is per warm ``fd.execute`` of a one-op fusion over 1,024
-floats, with one synchronize after 2,000 calls. Memory: fusecli's device memory and host RSS
+floats, with one synchronize after 1,000 calls: the median of 5 rounds, the engines taking
+turns. Memory: fusecli's device memory and host RSS
 before and after 10,000 warm calls. ``--corpus`` adds ``tests/nvfuser_corpus/`` (LLM-block
 shapes). Without nvfuser_direct the other columns run and the table says so.
 """
@@ -173,18 +175,27 @@ CASES = [
 
 
 def median_ms(run: Callable[[], Any], iters: int) -> float:
-    for _ in range(3):
-        run()
+    return interleaved_ms([run], iters)[0]
+
+
+def interleaved_ms(runs: list[Callable[[], Any]], iters: int) -> list[float]:
+    """Each run's median CUDA-event time of one call (host time to launch included), the runs
+    taking turns call by call, so that a slow spell of the shared host falls on all of them."""
+    for run in runs:
+        for _ in range(3):
+            run()
     torch.cuda.synchronize()
-    times = []
+    times: list[list[float]] = [[] for _ in runs]
     for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        for run, kept in zip(runs, times):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            kept.append(start.elapsed_time(end))
+    return [statistics.median(kept) for kept in times]
 
 
 def moved_bytes(inputs: list[Any], outputs: list[torch.Tensor]) -> int:
@@ -247,20 +258,26 @@ def device_profile(run: Callable[[], Any], calls: int = 5) -> tuple[float, str]:
 
 
 def measure(name: str, fusecli_fd: Any, inputs: list[Any], eager: Callable | None,
-            nvfuser, args) -> Row:
+            nvfuser, args, random: bool = False) -> Row:
     gbps: dict[str, float | None] = {}
     outputs = fusecli_fd.execute(inputs)
     size = moved_bytes(inputs, outputs)
-    gbps["fusecli"] = size / median_ms(lambda: fusecli_fd.execute(inputs), args.iters) / 1e6
-    note = ""
+    mismatch = _mismatch(outputs, eager(*inputs)) if eager is not None and not random else ""
+    note, nv_fd = "", None
     if nvfuser is not None:
         try:
             nv_fd = nvfuser_definition(fusecli_fd, name, inputs, nvfuser)
             nv_fd.execute(inputs)
-            gbps["nvfuser"] = size / median_ms(lambda: nv_fd.execute(inputs), args.iters) / 1e6
         except Exception as error:  # nvFuser's own failure is the row's note
+            nv_fd, note = None, f"nvFuser: {str(error).splitlines()[0][:80]}"
+    if nv_fd is not None:  # the two engines take turns, call by call
+        ours, theirs = interleaved_ms(
+            [lambda: fusecli_fd.execute(inputs), lambda: nv_fd.execute(inputs)], args.iters)
+        gbps["fusecli"], gbps["nvfuser"] = size / ours / 1e6, size / theirs / 1e6
+    else:
+        gbps["fusecli"] = size / median_ms(lambda: fusecli_fd.execute(inputs), args.iters) / 1e6
+        if nvfuser is not None:
             gbps["nvfuser"] = None
-            note = f"nvFuser: {str(error).splitlines()[0][:80]}"
     if args.profile:
         ms, fusecli_kernels = device_profile(lambda: fusecli_fd.execute(inputs))
         gbps["fusecli device"] = size / ms / 1e6 if ms else None
@@ -274,10 +291,22 @@ def measure(name: str, fusecli_fd: Any, inputs: list[Any], eager: Callable | Non
         if args.compile:
             compiled = torch.compile(eager)
             gbps["compile"] = size / median_ms(lambda: compiled(*inputs), args.iters) / 1e6
+    note = "; ".join(n for n in (mismatch, note) if n)
     return Row(name, gbps, note, row_kernels if args.profile else None)
 
 
-def host_us(execute: Callable[[], Any], calls: int = 2000) -> float:
+def _mismatch(ours: list[Any], eager_output: Any) -> str:
+    """"fusecli's output differs from eager torch" where it does (bf16: 2e-2, else 1e-3)."""
+    theirs = eager_output if isinstance(eager_output, list | tuple) else [eager_output]
+    for index, (a, b) in enumerate(zip(ours, theirs)):
+        tolerance = 2e-2 if a.dtype in (torch.bfloat16, torch.float16) else 1e-3
+        if not torch.allclose(a.float(), b.float(), rtol=tolerance, atol=tolerance):
+            error = (a.float() - b.float()).abs().max().item()
+            return f"OUTPUT {index} DIFFERS from eager torch (max abs error {error:.3g})"
+    return ""
+
+
+def host_us(execute: Callable[[], Any], calls: int = 1000) -> float:
     for _ in range(50):
         execute()
     torch.cuda.synchronize()
@@ -333,7 +362,8 @@ def main() -> int:
     for case in CASES:
         with FusionDefinition() as fd:
             case.define(fd)
-        rows.append(measure(case.name, fd, case.inputs(), case.eager, nvfuser, args))
+        rows.append(measure(case.name, fd, case.inputs(), case.eager, nvfuser, args,
+                            case.random))
         print(f"measured {case.name}", file=sys.stderr, flush=True)
     if args.corpus:
         for name, fd, inputs in corpus_cases():
@@ -344,11 +374,15 @@ def main() -> int:
     with FusionDefinition() as small:
         one_op(small)
     x = torch.randn(1024, device="cuda")
-    host = {"fusecli": host_us(lambda: small.execute([x])),
-            "eager": host_us(lambda: torch.relu(x))}
+    host = {"fusecli": [], "eager": []}
+    calls = {"fusecli": lambda: small.execute([x]), "eager": lambda: torch.relu(x)}
     if nvfuser is not None:
         nv_small = nvfuser_definition(small, "relu", [x], nvfuser)
-        host["nvfuser"] = host_us(lambda: nv_small.execute([x]))
+        calls["nvfuser"], host["nvfuser"] = (lambda: nv_small.execute([x])), []
+    for _ in range(5):  # rounds taking turns; the median round of each
+        for engine, call in calls.items():
+            host[engine].append(host_us(call))
+    host = {engine: statistics.median(rounds) for engine, rounds in host.items()}
     torch.cuda.synchronize()
     memory_before, rss_before = torch.cuda.memory_allocated(), rss_mb()
     for _ in range(args.memory_calls):

@@ -160,3 +160,33 @@ def test_the_replay_of_every_corpus_fusion_equals_its_full_run(path: Path) -> No
                 )
             else:
                 assert got == want
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_on_the_gpu_the_replay_launches_what_the_full_run_launches(path: Path) -> None:
+    """On generated kernels: the replay (planned launches, new pointers) equals the full run,
+    and a call with other values of the signature computes those values."""
+    from fusecli.runtime.cupy_executor import cupy_available
+
+    if cupy_available() is not None:
+        pytest.skip(cupy_available())
+    for loaded in load_path(path, device="cuda", evaluate=False):
+        fusion = loaded.fusion
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) and x.ndim else x
+                  for x in loaded.inputs]
+        try:
+            _, full = run_fusion(fusion, inputs, executor="cupy")
+        except RuntimeError:
+            continue
+        execute(fusion, inputs, executor="cupy")
+        replayed = execute(fusion, inputs, executor="cupy")
+        torch.cuda.synchronize()
+        assert any(run is not None for run in fusion.memo["warm"].values())
+        for got, want in zip(replayed, full.outputs, strict=True):
+            if isinstance(want, torch.Tensor):
+                assert got.shape == want.shape and got.dtype == want.dtype
+                assert torch.equal(got, want) or (
+                    got.is_floating_point() and ((got == want) | (got.isnan() & want.isnan())).all()
+                )

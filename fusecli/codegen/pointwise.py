@@ -40,12 +40,12 @@ class Nest:
 def build_pointwise(ctx: KernelContext, name: str, params: PointwiseParams) -> Kernel:
     nests = _nests(ctx, params)
     largest = max(nest.groups for nest in nests)
-    block = params.threads
-    grid = max(1, min(-(-largest // block), params.max_blocks))
-    index_type = index_type_for(ctx, largest + grid * block)
+    block, unroll = params.threads, params.unroll
+    grid = max(1, min(-(-largest // (block * unroll)), params.max_blocks))
+    index_type = index_type_for(ctx, largest + grid * block * unroll)
     emitter = Emitter(ctx, IndexSpace())
     for number, nest in enumerate(nests):
-        _emit_nest(emitter, nest, f"group{number}" if len(nests) > 1 else "group")
+        _emit_nest(emitter, nest, f"group{number}" if len(nests) > 1 else "group", unroll)
     summary = _summary(ctx, nests, block, grid, index_type, emitter)
     source = assemble(ctx, name, block, emitter.lines, index_type, summary)
     return Kernel(name, source, (grid, 1, 1), (block, 1, 1), 0, ctx.params(), summary)
@@ -105,20 +105,39 @@ def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
     return nests
 
 
-def _emit_nest(emitter: Emitter, nest: Nest, group: str) -> None:
+def _emit_nest(emitter: Emitter, nest: Nest, group: str, unroll: int = 1) -> None:
+    """The nest's grid-stride loop; with ``unroll``, each step takes that many groups a block
+    apart, in an unrolled loop whose loads the compiler issues together."""
     emitter.vector_width = nest.lanes
-    header = (f"for (index_t {group} = blockIdx.x * (index_t)blockDim.x + threadIdx.x; "
-              f"{group} < {nest.groups}; {group} += (index_t)gridDim.x * blockDim.x)")
+    if unroll == 1:
+        header = (f"for (index_t {group} = blockIdx.x * (index_t)blockDim.x + threadIdx.x; "
+                  f"{group} < {nest.groups}; {group} += (index_t)gridDim.x * blockDim.x)")
+        with emitter.block(header):
+            _emit_group(emitter, nest, group)
+        return
+    step = f"{group}_step"
+    header = (f"for (index_t {step} = blockIdx.x * (index_t)blockDim.x * {unroll} + "
+              f"threadIdx.x; {step} < {nest.groups}; "
+              f"{step} += (index_t)gridDim.x * blockDim.x * {unroll})")
     with emitter.block(header):
-        loop = _loop_index(emitter, nest, group)
-        values: dict[int, list[str]] = {tensor.uid: [] for tensor, _ in nest.outputs}
-        for lane in range(nest.lanes):
-            emitter.lane = lane
-            for tensor, positions in nest.outputs:
-                values[tensor.uid].append(emitter.value(tensor, _at(loop, positions)))
-        emitter.lane = 0
+        emitter.line("#pragma unroll")
+        with emitter.block(f"for (int {group}_u = 0; {group}_u < {unroll}; ++{group}_u)"):
+            emitter.line(f"const index_t {group} = {step} + (index_t){group}_u * blockDim.x;")
+            with emitter.block(f"if ({group} < {nest.groups})"):
+                _emit_group(emitter, nest, group)
+
+
+def _emit_group(emitter: Emitter, nest: Nest, group: str) -> None:
+    """One group of ``nest.lanes`` elements of every output of the nest."""
+    loop = _loop_index(emitter, nest, group)
+    values: dict[int, list[str]] = {tensor.uid: [] for tensor, _ in nest.outputs}
+    for lane in range(nest.lanes):
+        emitter.lane = lane
         for tensor, positions in nest.outputs:
-            store(emitter, tensor, _at(loop, positions), values[tensor.uid])
+            values[tensor.uid].append(emitter.value(tensor, _at(loop, positions)))
+    emitter.lane = 0
+    for tensor, positions in nest.outputs:
+        store(emitter, tensor, _at(loop, positions), values[tensor.uid])
 
 
 def _loop_index(emitter: Emitter, nest: Nest, group: str) -> tuple[Index, ...]:

@@ -156,6 +156,34 @@ class Launch:
             executor._wait(segment, self.kernel, device)
         return outputs
 
+    def plain(self, executor: Any) -> Any:
+        """The launch as one function of the segment's input tensors returning its outputs (in
+        ``self.outputs`` order), for a kernel with only tensor parameters on an executor that
+        neither poisons nor waits; None otherwise. The warm run (``runtime.warm``) calls it."""
+        if self.others or executor.poison or executor.synchronize or self.direct is not None:
+            return None
+        slots, lock, device, address, params = (
+            self.slots, self.lock, self.device, self.address, self.params)
+        inputs = tuple(self.inputs)
+        outputs = tuple((slot, shape, dtype) for slot, _, shape, dtype in self.outputs)
+        (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
+        launch_kernel, stream_of, empty = (
+            _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty)
+
+        def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
+            made = []
+            with lock:
+                for slot, position in inputs:
+                    slots[slot] = tensors[position].data_ptr()
+                for slot, shape, dtype in outputs:
+                    tensor = empty(shape, dtype=dtype, device=device)
+                    slots[slot] = tensor.data_ptr()
+                    made.append(tensor)
+                launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
+            return made
+
+        return launch
+
     def _enqueue(self, stream: int) -> None:
         grid, block = self.grid, self.block
         if self.direct is None:

@@ -34,7 +34,6 @@ from typing import Any
 
 import torch
 
-from fusecli.codegen.kernel import ArgKind
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
@@ -203,11 +202,19 @@ def _fixed(value: Any, fixed: set[int], reads_sizes: bool) -> bool:
 
 
 def _kernel_step(program: _Program, segment: Any, launch: Any, executor: Any) -> None:
-    """The planned launch, given the segment's inputs; its outputs become locals."""
-    call = (f"{program.name('L', launch)}({program.name('S', segment)}, "
-            f"[{', '.join(f'v{value.uid}' for value in segment.inputs)}], "
+    """The planned launch, given the segment's inputs; its outputs become locals. A kernel of
+    tensors alone is one call of ``Launch.plain``; others go through the launch's own call."""
+    tensors = ", ".join(f"v{value.uid}" for value in segment.inputs)
+    outputs = [uid for _, uid, _, _ in launch.outputs]
+    plain = launch.plain(executor)
+    if plain is not None:
+        program.lines.append(f"{', '.join(f'v{uid}' for uid in outputs)}, = "
+                             f"{program.name('P', plain)}({tensors})")
+        if program.with_env:
+            program.lines.extend(f"env[{uid}] = v{uid}" for uid in outputs)
+        return
+    call = (f"{program.name('L', launch)}({program.name('S', segment)}, [{tensors}], "
             f"{'env' if program.with_env else 'BASE'}, ctx, {program.name('X', executor)})")
-    outputs = [param.value.uid for param in launch.kernel.args if param.kind is ArgKind.OUTPUT]
     if len(outputs) == 1:
         program.assign(outputs[0], f"{call}[{outputs[0]}]")
         return
