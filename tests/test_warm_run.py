@@ -127,11 +127,23 @@ def test_an_input_returned_as_an_output_is_a_copy_every_call() -> None:
         assert torch.equal(negated, -x)
 
 
-def test_a_warm_call_retains_nothing() -> None:
-    fd = _rms_norm()
+def _aliased_and_returned() -> FusionDefinition:
+    with FusionDefinition() as fd:  # outputs collected as the full run collects them
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.cast(fd.ops.add(x, x), DataType.BFloat16), x)
+        fd.add_output(w)
+    return fd
+
+
+@pytest.mark.parametrize("make", [_rms_norm, _aliased_and_returned])
+def test_a_warm_call_retains_nothing(make) -> None:
+    fd = make()
     x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
     for _ in range(3):
         outputs = fd.execute([x, w, 1e-5])
+    assert any(run is not None for run in _runs(fd.fusion).values())
     refs = [weakref.ref(t) for t in (x, w, *outputs)]
     del x, w, outputs
     gc.collect()

@@ -289,7 +289,8 @@ def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: A
         held = {v.uid for v in fusion.inputs if isinstance(v, TensorView)}
         held |= {o.value.uid for o in fusion.outputs if isinstance(o.value, TensorView)}
         program.lines.append(f"env = {{**BASE, {', '.join(f'{u}: v{u}' for u in held)}}}")
-    bound = program.name("B", lambda env: Bindings(env, bindings.extents, bindings.device))
+    extents, device = bindings.extents, bindings.device  # not the first call's tensors
+    bound = program.name("B", lambda env: Bindings(env, extents, device))
     program.lines.append(
         f"return {program.name('O', collect_outputs)}({program.name('U', fusion)}, env, "
         f"{bound}(env), ctx)")
