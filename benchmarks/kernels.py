@@ -5,7 +5,8 @@ large synthetic fusions with hand-written torch baselines, for the issue's speed
 
 For each fusion (synthetic large bf16 ones, then the corpus) it times three executions of the
 same computation with CUDA events (warm-up, then the median of repeats; inputs of hundreds of MB,
-far beyond the 60 MB L2): fusecli's generated kernels (ATen for segments without one), eager
+far beyond the 60 MB L2): fusecli's generated kernels as ``fd.execute`` runs them (the warm
+run of the input signature; ATen for segments without a kernel), eager
 torch, and torch.compile of the same torch code. Synthetic fusions have hand-written torch
 baselines, which also check the generated outputs; the corpus's eager baseline is fusecli's
 reference interpreter (eager torch op by op, plus its bookkeeping), compiled only with
@@ -39,6 +40,7 @@ from fusecli.app.bench import (
 from fusecli.frontend import DataType, FusionDefinition
 from fusecli.load import discover, load_path
 from fusecli.runtime.cupy_executor import CupyExecutor
+from fusecli.runtime.registry import install
 
 ROOT = Path(__file__).parent.parent
 
@@ -160,14 +162,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     executor = CupyExecutor(cache_dir=Path(tempfile.mkdtemp(prefix="fusecli-kernels-")))
+    install("cupy", executor)  # measure() times fd.execute's path, on this fresh kernel cache
     copy_gbps = copy_bandwidth(args.repeat)
     rows: list[Row] = []
     for make in SYNTHETIC:
         name, body, torch_fn, inputs = make()
         with FusionDefinition() as fd:
             body(fd)
-        rows.append(measure(name, fd.fusion, inputs, torch_fn, executor, args.repeat,
-                            copy_gbps))
+        rows.append(measure(name, fd.fusion, inputs, torch_fn, args.repeat, copy_gbps))
         del inputs
         torch.cuda.empty_cache()
     if not args.no_corpus:
@@ -175,7 +177,7 @@ def main() -> None:
             for loaded in load_path(path, device="cuda"):
                 baseline = reference_function(loaded.fusion, list(loaded.inputs))
                 rows.append(measure(path.name, loaded.fusion, loaded.inputs, baseline,
-                                    executor, args.repeat, copy_gbps, args.compile_corpus))
+                                    args.repeat, copy_gbps, args.compile_corpus))
     report = make_report(rows, copy_gbps, executor)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

@@ -8,7 +8,8 @@ on the second. ``fusecli.codegen.nvrtc.compile_source`` compiles a kernel withou
 
 The generator is the segment's scheduler's (``GENERATORS``), and it builds the kernel from that
 scheduler's heuristic parameters: ``reduction.py``'s kernels for the reduction and persistent
-schedulers (``outer_reduction.py``'s where the reduced dims lead), ``transpose.py``'s for
+schedulers (``outer_reduction.py``'s where the reduced dims lead; ``inner_outer.py``'s for norm
+backward's inner_outer_persistent), ``transpose.py``'s for
 transpose, and for pointwise and resize the same tiled kernel, which is the pointwise one unless
 an input is transposed in memory.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from fusecli.codegen import support
 from fusecli.codegen.context import KernelContext, Sizes
+from fusecli.codegen.inner_outer import build_inner_outer
 from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
 from fusecli.codegen.reduction import build_reduction
 from fusecli.codegen.transpose import build_tiled_pointwise, build_transpose
@@ -43,7 +45,7 @@ GENERATORS: dict[str, Generator] = {
     "reduction": build_reduction,
     "inner_persistent": build_reduction,
     "outer_persistent": build_reduction,
-    "inner_outer_persistent": build_reduction,
+    "inner_outer_persistent": build_inner_outer,
 }
 
 

@@ -272,6 +272,68 @@ __device__ __forceinline__ T block_reduce(T value, Combine combine, T* scratch) 
 }
 """,
     ),
+    Section(
+        ("block_welford",),
+        r"""
+// A partial variance: count n, mean, and m2 (the sum of squared deviations from that mean).
+template <typename T> struct Welford { T mean, m2; int n; };
+
+// Chan's parallel rule: the partial of a's elements and b's together. An empty side (n = 0,
+// mean and m2 0) leaves the other as it is.
+template <typename T>
+__device__ __forceinline__ Welford<T> welford_combine(Welford<T> a, Welford<T> b) {
+  const int n = a.n + b.n;
+  const T delta = b.mean - a.mean;
+  const T weight = n > 0 ? (T)b.n / (T)n : (T)0;  // n_b / n
+  return {a.mean + delta * weight, a.m2 + b.m2 + delta * delta * (T)a.n * weight, n};
+}
+
+// With the partner `offset` lanes away (within groups of `width`): both combine (lower lane,
+// upper lane), so both get the same bits.
+template <typename T>
+__device__ __forceinline__ Welford<T> welford_step(Welford<T> value, int offset, int width) {
+  const Welford<T> other{__shfl_xor_sync(0xffffffffu, value.mean, offset, width),
+                         __shfl_xor_sync(0xffffffffu, value.m2, offset, width),
+                         __shfl_xor_sync(0xffffffffu, value.n, offset, width)};
+  const bool upper = (threadIdx.x & offset) != 0;
+  return welford_combine(upper ? other : value, upper ? value : other);
+}
+
+// The block reduction of (n, mean, m2) partials: `mean` and `m2` become the row's, over the
+// THREADS consecutive threads of a row, combined in a fixed tree; every thread gets them.
+// `scratch` holds two T per warp of the block (means, then m2s at 32), `counts` one int.
+template <int THREADS, typename T>
+__device__ __forceinline__ void block_welford(T& mean, T& m2, int n, T* scratch, int* counts) {
+  constexpr int WIDTH = THREADS < 32 ? THREADS : 32;
+  Welford<T> value{mean, m2, n};
+  #pragma unroll
+  for (int offset = WIDTH / 2; offset > 0; offset /= 2) {
+    value = welford_step(value, offset, WIDTH);
+  }
+  if constexpr (THREADS > 32) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) {
+      scratch[warp] = value.mean;
+      scratch[32 + warp] = value.m2;
+      counts[warp] = value.n;
+    }
+    __syncthreads();
+    const bool held = lane < THREADS / 32;  // lanes past the warp count take an empty partial
+    value = {held ? scratch[lane] : (T)0, held ? scratch[32 + lane] : (T)0,
+             held ? counts[lane] : 0};
+    #pragma unroll
+    for (int offset = THREADS / 64; offset > 0; offset /= 2) {
+      value = welford_step(value, offset, 32);
+    }
+    value.mean = __shfl_sync(0xffffffffu, value.mean, 0);
+    value.m2 = __shfl_sync(0xffffffffu, value.m2, 0);
+    __syncthreads();  // scratch may be written again by the next reduction
+  }
+  mean = value.mean;
+  m2 = value.m2;
+}
+""",
+    ),
 )
 
 

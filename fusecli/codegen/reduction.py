@@ -1,17 +1,18 @@
 """Inner reductions and normalizations (reduction, inner_persistent): one kernel per segment.
 
-The loop is the first reduction's input: its leading dimensions are rows, its trailing
-(reduced) dimensions the row's elements. A row belongs to T threads (several rows per block
-when T is below a warp); each thread takes V consecutive elements (16 bytes) per slot. The
-segment's reductions run in passes: a pass accumulates, in registers, every reduction whose
-input is ready, then combines across the row's threads (``block_reduce``); var_mean takes two
-passes (the mean, then the squared deviations from it, which is exact where Welford's update
-is not). Persistent kernels unroll the slots at function scope, so each element is loaded once
-and reused by every pass and by the outputs; they issue every per-element load up front (the
-inputs the same for every row, a norm's weight, once before the row loop; the row's own at its
-top) so that none waits behind a reduction, and, a row per block, ask L2 for a row ahead
-(``PREFETCH_BYTES``). Rows too long for registers loop over their slots in each pass instead,
-reading the row again.
+The loop is the first reduction's input: its leading dimensions are rows, its trailing (reduced)
+dimensions the row's elements. A row belongs to T threads (several rows per block when T is
+below a warp); each thread takes V consecutive elements (16 bytes) per slot. The segment's
+reductions run in passes: a pass accumulates, in registers, every reduction whose input is
+ready, then combines across the row's threads (``block_reduce``). var_mean takes one: each
+thread sums its elements, divides by its count and adds the squared deviations from that mean
+(exact, where Welford's update is not), and one ``block_welford`` combines the threads' (count,
+mean, m2) by Chan's rule. Persistent kernels unroll the slots at function scope, so each element
+is loaded once and reused by every pass and by the outputs; they issue every per-element load up
+front (the inputs the same for every row, a norm's weight, once before the row loop; the row's
+own at its top) so that none waits behind a reduction, and, a row per block, ask L2 for a row
+ahead (``PREFETCH_BYTES``). Rows too long for registers loop over their slots in each pass
+instead, reading the row again.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contig
 from fusecli.codegen.kernel import Kernel, UnsupportedError
 from fusecli.codegen.outer_reduction import build_outer_reduction
 from fusecli.codegen.pointwise import loop_positions
-from fusecli.codegen.reduction_ops import Accumulator, accumulators, finish
+from fusecli.codegen.reduction_ops import Accumulator, accumulators, combine, declare_scratch
+from fusecli.codegen.reduction_ops import _word as _word  # inner_outer imports it from here
 from fusecli.codegen.source import assemble, index_type_for, store
+from fusecli.codegen.split_reduction import build_split_reduction
 from fusecli.ir.nodes import TensorView
 from fusecli.segment.heuristics import ReductionParams
 
@@ -49,6 +52,9 @@ def build_reduction(ctx: KernelContext, name: str, plan: ReductionParams) -> Ker
         kernel = build_outer_reduction(ctx, name, plan, reference, outputs)
         if kernel is not None:
             return kernel
+    split = build_split_reduction(ctx, name, plan, reference, outputs)  # few, long rows
+    if split is not None:
+        return split
     grid = max(1, min(-(-plan.rows // plan.rows_per_block), plan.max_blocks))
     index_type = index_type_for(ctx, plan.rows + grid * plan.rows_per_block)
     emitter = Emitter(ctx, IndexSpace(), plan.vectorize)
@@ -120,9 +126,7 @@ class _Body:
 
     def emit(self, outputs: list[tuple[TensorView, tuple[int | None, ...], bool]]) -> None:
         e, plan = self.emitter, self.plan
-        for ctype in sorted({a.ctype for a in accumulators(self.ctx)}):
-            if plan.threads > 32:
-                e.line(f"__shared__ {ctype} scratch_{_word(ctype)}[32];")
+        declare_scratch(e, accumulators(self.ctx), plan.threads)
         if plan.threads > 1:
             e.line(f"const int thread = threadIdx.x % {plan.threads};  // its place in the row")
         else:
@@ -140,7 +144,7 @@ class _Body:
             if plan.persistent:
                 self._prefetch_ahead()
                 self._preload(slots, row_dependent=True)
-            for number, batch in enumerate(accumulators(self.ctx, by_pass=True)):
+            for number, batch in enumerate(accumulators(self.ctx, True)):
                 self._pass(batch, slots, number)
             self._full_outputs([o for o in outputs if o[2]], slots)
             self._row_outputs([o for o in outputs if not o[2]])
@@ -269,28 +273,55 @@ class _Body:
             e.lane = 0
 
     def _pass(self, batch: list[Accumulator], slots, number: int) -> None:
-        e = self.emitter
-        e.line(f"// pass {number + 1}: {', '.join(a.describe(self.ctx) for a in batch)}")
+        """Accumulate ``batch``, then combine it across the row; a var op whose mean and m2
+        share the pass: the thread's mean, its m2 around that, one ``block_welford``."""
+        e, ctx, threads, count = self.emitter, self.ctx, self.plan.threads, ""
+        means = {a.expr.uid: a for a in batch if a.kind == "mean"}
+        paired = {a.expr.uid: a for a in batch if a.kind == "m2" and a.expr.uid in means}
+        first = [a for a in batch if not (a.kind == "m2" and a.expr.uid in paired)]
+        e.line(f"// pass {number + 1}: " + ", ".join(
+            f"count, mean and squared deviations of {ctx.name(a.expr.inputs[0])}"
+            if a.kind == "mean" and a.expr.uid in paired else a.describe(ctx) for a in first))
         for accumulator in batch:
             e.line(f"{accumulator.ctype} {accumulator.name} = {accumulator.identity};")
+        self._over_row(slots, self._accumulate(first, {}))
+        if paired:
+            count, exact = self._thread_count(slots)
+            count = e.bind("int", "thread_count", count, "the elements this thread holds")
+            for mean in (means[uid] for uid in paired):
+                divided = f"{mean.name} / ({mean.ctype}){count}"
+                if not exact:  # a thread of a guarded tail may hold nothing
+                    divided = f"{count} > 0 ? {divided} : {mean.identity}"
+                e.line(f"{mean.name} = {divided};  // this thread's mean")
+            self._over_row(slots, self._accumulate(list(paired.values()), means))
+        for accumulator in first:
+            m2 = paired.get(accumulator.expr.uid) if accumulator.kind == "mean" else None
+            combine(e, threads, accumulator, self._row_texts(accumulator), m2, count)
+
+    def _accumulate(self, batch: list[Accumulator], means: dict[int, Accumulator]):
+        """``_over_row``'s body adding to ``batch``; m2s deviate from ``means`` (if there)."""
+        e = self.emitter
 
         def accumulate(index: tuple[Index, ...], valid: str | None) -> None:
             for accumulator in batch:
                 source = accumulator.expr.inputs[0]
-                positions = loop_positions(self.ctx, source, self.reference)
-                value = e.value(source, self.at(index, positions))
-                update = accumulator.update(e, value)
+                value = e.value(source, self.at(index, loop_positions(
+                    self.ctx, source, self.reference)))
+                mean = means.get(accumulator.expr.uid)
+                update = accumulator.update(e, value, mean.name if mean else None)
                 e.line(f"if ({valid}) {update}" if valid else update)
 
-        self._over_row(slots, accumulate)
-        for accumulator in batch:
-            scratch = (f"scratch_{_word(accumulator.ctype)}" if self.plan.threads > 32
-                       else "nullptr")
-            if self.plan.threads > 1:
-                e.line(f"{accumulator.name} = block_reduce<{self.plan.threads}>("
-                       f"{accumulator.name}, {accumulator.combine}, "
-                       f"({accumulator.ctype}*){scratch});")
-            finish(e, accumulator, self._row_texts(accumulator))
+        return accumulate
+
+    def _thread_count(self, slots: list[tuple[Index, str | None]]) -> tuple[str, bool]:
+        """How many of the row's elements this thread takes (C), and whether that is never 0."""
+        plan = self.plan
+        if not plan.persistent:
+            return (f"thread < {plan.vectors} ? (({plan.vectors - 1} - thread) / {plan.threads}"
+                    f" + 1) * {plan.vectorize} : 0"), False
+        fixed = sum(plan.vectorize for _, valid in slots if valid is None)
+        guarded = [f"({valid} ? {plan.vectorize} : 0)" for _, valid in slots if valid]
+        return " + ".join([str(fixed)] * bool(fixed) + guarded), fixed > 0
 
     def _row_texts(self, accumulator: Accumulator) -> tuple[str, ...]:
         """How the reduction's output is indexed in this row (its reduced dims dropped)."""
@@ -365,7 +396,3 @@ def _summary(ctx: KernelContext, plan: ReductionParams, grid: int, index_type: s
         f"elements per thread; block {plan.block}, grid {grid} (grid-stride over rows); "
         f"{bits}-bit indexing; 16-byte accesses: {vectors}{prefetch}"
     )
-
-
-def _word(ctype: str) -> str:
-    return ctype.replace(" ", "_")

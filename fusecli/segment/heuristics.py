@@ -11,7 +11,7 @@ actual tensors when the kernel is generated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Protocol
 
 from fusecli.ir import dtype as dt
@@ -191,9 +191,10 @@ def per_element(candidate: Candidate, shapes: Sequence[Shape], row_size: int
     return [t for t, shape in zip(tensors, shapes) if numel(shape) >= row_size]
 
 
-def reduction(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
-    """The row structure and block shape of a reduction or normalization kernel."""
-    reductions = candidate.reduction_exprs
+def reduction(candidate: Candidate, sizes: Sizes, first: int = 0) -> ReductionParams | None:
+    """The row structure and block shape of a reduction or normalization kernel: the rows of
+    the ``first`` reduction's input."""
+    reductions = candidate.reduction_exprs[first:]
     shapes = segment_shapes(candidate, sizes)
     shape = shape_of(reductions[0].inputs[0], sizes) if reductions else None
     if shapes is None or shape is None:
@@ -218,6 +219,26 @@ def reduction(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
     slots = -(-vectors // threads)
     persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
     return ReductionParams(lanes, threads, rows_per_block, slots, persistent, True, **structure)
+
+
+def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
+    """inner_outer_persistent (codegen/inner_outer.py): the rows of the first inner reduction
+    (its reduced dims trail), at most a block per multiprocessor, each looping over its rows
+    and keeping partial sums of its columns for the outer reductions; a row group's partials
+    go to a workspace, at most ``MAX_PARTIALS`` of them, which one block combines."""
+    for number, expr in enumerate(candidate.reduction_exprs):
+        rank = len(expr.inputs[0].logical)
+        dims = tuple(sorted(expr.attr("dims")))
+        if dims and dims == tuple(range(rank - len(dims), rank)):
+            params = reduction(candidate, sizes, number)
+            if params is None or not params.inner:
+                return params
+            blocks = max(1, min(MULTIPROCESSORS, MAX_PARTIALS // params.rows_per_block))
+            return replace(params, max_blocks=blocks)
+    return reduction(candidate, sizes)
+
+
+MAX_PARTIALS = 1024
 
 
 def _next_power_of_two(value: int) -> int:

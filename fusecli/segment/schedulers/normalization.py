@@ -20,7 +20,8 @@ cluster's for a 2-D reduction; projected to the inputs where that saves room) an
 large reduction over too few rows ("not enough blocks"); outer persists across the grid when
 one SM cannot hold 8 x vectorization rows, which needs 4-way vectorization and Welford
 reductions; inner_outer keeps the older bound of one register file per row.
-Heuristics: the reduction kernel's (``heuristics.reduction``).
+Heuristics: the reduction kernel's (``heuristics.reduction``); inner_outer's are the rows of
+its inner reduction (``heuristics.inner_outer``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def persistent(name: str, run_time: Check, same_axes: bool = True) -> Scheduler:
             return Verdict.reject(name, Reason.NO_PERSISTENT_BUFFER)
         return Verdict.accept(name)
 
-    return Scheduler(name, compile_time, run_time, heuristics.reduction)
+    chosen = heuristics.reduction if same_axes else heuristics.inner_outer
+    return Scheduler(name, compile_time, run_time, chosen)
 
 
 def _inner_outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
