@@ -267,3 +267,20 @@ def test_a_split_var_mean_compiles_for_sm_90() -> None:
     split_kernel([kernel])
     assert "shared_count" in kernel.source
     assert nvrtc.compile_source(kernel.source, kernel.name, "sm_90").cubin
+
+
+def test_a_normalization_over_few_long_strided_rows_runs_on_aten() -> None:
+    """A batch norm forward over NCHW: 64 rows of 65,536 elements, each element needing its
+    row's mean: no kernel splits such rows yet, and a thread per row would idle the GPU."""
+    from fusecli.codegen import Unsupported
+    from fusecli.runtime.segmented import run_fusion
+
+    path = Path(__file__).parent / "nvfuser_corpus" / "x_batchnorm_fwd_outer_persistent.py"
+    (loaded,) = load_path(path, device="cpu", evaluate=False)
+    ((_, kernel),) = kernels_of(loaded.fusion, loaded.inputs)
+    assert isinstance(kernel, Unsupported) and "would leave the GPU idle" in kernel.reason
+    _, run = run_fusion(loaded.fusion, loaded.inputs, executor="aten")
+    x = loaded.inputs[0].float()
+    var, mean = torch.var_mean(x, dim=(0, 2, 3), correction=0)
+    torch.testing.assert_close(run.outputs[1], mean)
+    torch.testing.assert_close(run.outputs[2], torch.rsqrt(var + 1e-5))

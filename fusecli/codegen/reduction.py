@@ -29,7 +29,7 @@ from fusecli.codegen.pointwise import loop_positions
 from fusecli.codegen.reduction_ops import Accumulator, accumulators, combine, declare_scratch
 from fusecli.codegen.reduction_ops import _word as _word  # inner_outer imports it from here
 from fusecli.codegen.source import assemble, index_type_for, store
-from fusecli.codegen.split_reduction import build_split_reduction
+from fusecli.codegen.split_reduction import build_split_reduction, refuse_starved
 from fusecli.ir.nodes import TensorView
 from fusecli.segment.heuristics import ReductionParams
 
@@ -55,6 +55,7 @@ def build_reduction(ctx: KernelContext, name: str, plan: ReductionParams) -> Ker
     split = build_split_reduction(ctx, name, plan, reference, outputs)  # few, long rows
     if split is not None:
         return split
+    refuse_starved(ctx, plan)
     grid = max(1, min(-(-plan.rows // plan.rows_per_block), plan.max_blocks))
     index_type = index_type_for(ctx, plan.rows + grid * plan.rows_per_block)
     emitter = Emitter(ctx, IndexSpace(), plan.vectorize)
