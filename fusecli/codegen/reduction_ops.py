@@ -91,9 +91,12 @@ _SIMPLE = {OpType.sum: "sum", OpType.prod: "prod", OpType.max: "max", OpType.min
 
 # var_mean's m2 in its mean's pass, each thread's partial combined by Chan's rule in one
 # ``block_welford`` round, instead of a block sum for the mean and a second for the squared
-# deviations. Off: measured on an H200, LayerNorm bf16 16384 x 8192 takes 184 us with the one
-# Welford round against 146 us with two block sums (nvFuser: 134 us); fp32 LayerNorm 8192 wide,
-# 32 us against 26 us. The combined code stays, tested (tests/test_welford_combine.py).
+# deviations. Off: at the heuristics' block sizes it is slower. Measured on an H200 (kernel
+# alone, benchmarks/norm_variants.py), LayerNorm bf16 16384 x 8192 at 512 threads: 184.9 us
+# one round, 145.5 us two (nvFuser 134 us); at 128 threads, 8 vectors each: 135.5 us one
+# round, 147.8 us two. f32 2048 x 8192: 46.3 us at 1024 threads (two rounds), 40.4 us at 256
+# (one). Fewer threads with one round is the faster kernel, not yet the default: it needs the
+# full GPU check. The combined code is tested (tests/test_welford_combine.py).
 COMBINED_VARIANCE = False
 
 
