@@ -35,16 +35,23 @@ def tensor_operands(expr: Expr, args: Sequence[Any]) -> tuple[list[Tensor], bool
     Python numbers become 0-dim tensors of their IR dtype on the device of the tensor operands
     (the first dimensioned one: a 0-dim CPU scalar tensor goes along with CUDA tensors).
     """
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    dimensioned = [t for t in tensors if t.dim() > 0]
-    device = (dimensioned or tensors)[0].device if tensors else torch.device("cpu")
+    device = operand_device(args)
+    place = device if device is not None else torch.device("cpu")
     operands = []
     for value, arg in zip(expr.inputs, args):
         if isinstance(arg, Tensor):
             operands.append(arg)
         else:
-            operands.append(torch.full((), arg, dtype=dt.to_torch(value.dtype), device=device))
-    return operands, not tensors
+            operands.append(torch.full((), arg, dtype=dt.to_torch(value.dtype), device=place))
+    return operands, device is None
+
+
+def operand_device(args: Sequence[Any]) -> torch.device | None:
+    """Where an elementwise expr's scalar operands go: the first dimensioned tensor's device (a
+    0-dim CPU scalar goes along with CUDA tensors), else the first tensor's; None without."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    dimensioned = [t for t in tensors if t.dim() > 0]
+    return (dimensioned or tensors)[0].device if tensors else None
 
 
 def _elementwise(compute: Callable[..., Tensor]) -> AtenFn:
@@ -280,5 +287,6 @@ ELEMENTWISE_OPS: dict[OpType, AtenFn] = {
 }
 
 __all__ = [
-    "ELEMENTWISE_COMPUTE", "ELEMENTWISE_OPS", "AtenFn", "tensor_operands", "with_stride_order",
+    "ELEMENTWISE_COMPUTE", "ELEMENTWISE_OPS", "AtenFn", "operand_device", "tensor_operands",
+    "with_stride_order",
 ]

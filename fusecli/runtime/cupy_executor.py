@@ -87,7 +87,6 @@ class CupyExecutor:
         # (candidate id, layout key) -> (candidate, launch, kernel): what a warm launch needs
         self._warm: dict[tuple, tuple[Any, Launch, Kernel]] = {}
         self._streams: dict[int, Stream] = {}
-        self._launched: Launch | None = None
         self._fallback = AtenExecutor()
         self.last_kernel: Kernel | None = None
         self.last_launch: Launch | None = None  # the planned launch that ran last_kernel
@@ -114,7 +113,6 @@ class CupyExecutor:
             return result.reason
         outputs, self.last_kernel = result
         env.update(outputs)
-        self.last_launch = self._launched
         return None
 
     def execute_segment(self, segment: Segment, env: MutableMapping[int, object],
@@ -126,9 +124,9 @@ class CupyExecutor:
             return FallbackReason("an input of the segment has not been computed")
         key = (id(segment.candidate), ctx.faults, *map(_layout_key, inputs))
         warm = self._warm.get(key)
-        self._launched = None
+        self.last_launch = None
         if warm is not None and warm[0] is segment.candidate:  # the warm path: launch it
-            self._launched = warm[1]
+            self.last_launch = warm[1]
             return warm[1](segment, inputs, env, ctx, self), warm[2]
         device = self._device(inputs, ctx)
         if device is None:
@@ -141,7 +139,7 @@ class CupyExecutor:
                 # The layout key names each tensor's device, so it names this device too.
                 self._warm[key] = (segment.candidate, prepared.launch, prepared.kernel)
             outputs = prepared.launch(segment, inputs, env, ctx, self)
-            self._launched = prepared.launch
+            self.last_launch = prepared.launch
             return outputs, prepared.kernel
         values, outputs = kernel_arguments(prepared.kernel, env, ctx, device, self.poison)
         self._launch(segment, prepared, values, device)

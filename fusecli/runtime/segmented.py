@@ -200,13 +200,20 @@ def run_fusion(
 ) -> tuple[SegmentedFusion, SegmentedRun]:
     """Segment ``fusion`` for ``inputs`` (once per input signature: ``fusecli.runtime.cache``)
     and run it: what ``fd.execute`` and ``fusecli run`` do."""
-    plan = cached_plan(fusion, inputs, rules)
-    segmented = plan.segmented
-    bindings = plan.bind(inputs) if segmented.failure is None else None
+    segmented, bindings = _planned(fusion, inputs, rules)
     return segmented, execute_segmented(
         segmented, inputs, executor=executor, seed=seed, device=device, strict=strict,
         bindings=bindings,
     )
+
+
+def _planned(fusion: Fusion, inputs: Sequence[Any], rules: str,
+             ) -> tuple[SegmentedFusion, Bindings | None]:
+    """The segmentation of ``inputs``' signature (``runtime.cache``) and the inputs bound to
+    it; no bindings where no scheduler took a segment (the runner reports that)."""
+    plan = cached_plan(fusion, inputs, rules)
+    segmented = plan.segmented
+    return segmented, plan.bind(inputs) if segmented.failure is None else None
 
 
 _UNSEEN = object()
@@ -229,9 +236,7 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
             return warm(flat)
         except Exception:  # noqa: S110 - the full run reports it, naming the segment and op
             pass
-    plan = cached_plan(fusion, inputs, rules)
-    segmented = plan.segmented
-    bindings = plan.bind(inputs) if segmented.failure is None else None
+    segmented, bindings = _planned(fusion, inputs, rules)
     trace = Trace() if warm is _UNSEEN else None
     runner = SegmentRunner(segmented, inputs, executor=executor, device=device,
                            bindings=bindings, trace=trace)

@@ -37,7 +37,7 @@ import torch
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
-from fusecli.runtime.aten_elementwise import ELEMENTWISE_COMPUTE, ELEMENTWISE_OPS
+from fusecli.runtime.aten_elementwise import ELEMENTWISE_COMPUTE, ELEMENTWISE_OPS, operand_device
 from fusecli.runtime.context import value_of
 from fusecli.runtime.faults import ENV_VAR
 
@@ -79,7 +79,7 @@ class Trace:
 
     def __init__(self) -> None:
         self.steps: list[tuple] = []
-        self.replayable: str | None = None  # why not, once a step cannot be replayed
+        self.refusal: str | None = None  # why the run cannot be replayed, once a step cannot
 
     def kernel(self, segment: Any, launch: Any, executor: Any) -> None:
         if launch is None:
@@ -91,8 +91,8 @@ class Trace:
         self.steps.extend(("aten", expr, executor) for expr in exprs)
 
     def refuse(self, reason: str) -> None:
-        if self.replayable is None:
-            self.replayable = reason
+        if self.refusal is None:
+            self.refusal = reason
 
 
 class WarmRun:
@@ -139,7 +139,7 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
                 results: list[Any]) -> WarmRun | None:
     """The replay of the full run that ``trace`` recorded (``env``: its environment at the
     end, ``results``: what it returned), or None where it cannot be replayed."""
-    if trace.replayable is not None or ctx.faults:
+    if trace.refusal is not None or ctx.faults:
         return None
     fixed = _signature_scalars(fusion)
     base = {uid: value for uid, value in bindings.values.items()
@@ -170,14 +170,19 @@ def _reads_env(step: tuple, fixed: set[int]) -> bool:
     """Whether a step reads values the generated run does not hold as locals: scalars
     computed from tensor data, or a kernel parameter that is not a fixed scalar."""
     if step[0] == "aten":
-        return any(not isinstance(out, TensorView) for out in step[1].outputs) or not all(
-            _fixed(value, fixed, False) or isinstance(value, TensorView)
-            for value in step[1].inputs)
+        return _runs_on_env(step[1], fixed)
     for _, param, _ in step[2].others:
         value = getattr(param, "value", None)
         if not isinstance(value, Scalar) or not (value.uid in fixed or value.is_constant):
             return True
     return False
+
+
+def _runs_on_env(expr: Expr, fixed: set[int]) -> bool:
+    """Whether an ATen expr is replayed as ATen runs it, on the environment: it computes
+    scalars, or reads one the signature does not decide (a value out of a tensor's data)."""
+    return any(not isinstance(out, TensorView) for out in expr.outputs) or not all(
+        isinstance(value, TensorView) or _fixed(value, fixed, False) for value in expr.inputs)
 
 
 def _signature_scalars(fusion: Fusion) -> set[int]:
@@ -228,10 +233,7 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
     had them; an elementwise op as its torch function itself, its scalar operands already the
     0-dim tensors the entry would make of them. An expr with scalar outputs runs as ATen runs
     it, on the environment."""
-    if any(not isinstance(out, TensorView) for out in expr.outputs) or not all(
-        _fixed(value, program.fixed, False) or isinstance(value, TensorView)
-        for value in expr.inputs
-    ):
+    if _runs_on_env(expr, program.fixed):
         program.lines.append(
             f"{program.name('X', executor)}.run_expr({program.name('E', expr)}, env, ctx)")
         return
@@ -240,7 +242,7 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
     operands = [(value.uid, None) if isinstance(value, TensorView)
                 else (None, value_of(value, env)) for value in expr.inputs]
     casts = [dt.to_torch(out.dtype) for out in expr.outputs]
-    device = _operand_device([env[uid] for uid, _ in operands if uid is not None])
+    device = operand_device([env[uid] for uid, _ in operands if uid is not None])
     if compute is not None and len(casts) == 1 and device is not None:
         arguments = [
             program.operand(uid, value if uid is not None or isinstance(value, Tensor)
@@ -260,14 +262,6 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
     program.lines.append(f"out = {call}")
     for number, (out, cast) in enumerate(zip(expr.outputs, casts)):
         program.assign(out.uid, f"out[{number}]", cast)
-
-
-def _operand_device(tensors: list[Any]) -> Any:
-    """Where ATen puts an elementwise expr's scalar operands: the first dimensioned tensor's
-    device (a 0-dim CPU scalar goes along with CUDA tensors); None without tensors."""
-    tensors = [t for t in tensors if isinstance(t, Tensor)]
-    dimensioned = [t for t in tensors if t.dim() > 0]
-    return (dimensioned or tensors)[0].device if tensors else None
 
 
 def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: Any,
