@@ -296,16 +296,14 @@ def test_a_softmax_over_dim_0_keeps_the_thread_per_row_kernel() -> None:
     check(out, torch.softmax(x.double(), 0), 1)
 
 
-@needs_gxx
-def test_results_are_the_same_every_run_and_the_counters_end_at_zero() -> None:
-    """The last block of each tile resets its counter: the launch's zeroed workspace, made
-    once, serves every later launch; and the fixed combining order gives the same bits."""
-    x = sample((3000, 40), torch.float32, "sum", seed=7)
-    fusion = fusion_of([x], lambda fd, t: [fd.ops.sum(t, dims=[0])])
+def launched_three_times(x: torch.Tensor, body) -> tuple[Kernel, list[torch.Tensor]]:
+    """The kernel of the fusion ``body`` makes over ``x``, and its output after each of three
+    emulated launches sharing one planned launch's zeroed workspace (whose counters are
+    checked back at zero after each)."""
+    fusion = fusion_of([x], body)
     segmented = segment_fusion(fusion, [x])
     (segment,) = segmented.segments
     kernel = generate(segment, RuntimeInfo(segmented.fusion, [x]), [x])
-    assert kernel.grid[1] > 1
     ctx = ExecutionContext.for_fusion(segmented.fusion, device="cpu", faults=frozenset(),
                                       extents=bind_inputs(segmented.fusion, [x]).extents)
     kept: dict[str, torch.Tensor] = {}
@@ -318,6 +316,16 @@ def test_results_are_the_same_every_run_and_the_counters_end_at_zero() -> None:
         emulate.emulate(kernel, values)
         results.append(outputs[segment.outputs[0].uid])
         assert not kept["arrivals"].any()
+    return kernel, results
+
+
+@needs_gxx
+def test_results_are_the_same_every_run_and_the_counters_end_at_zero() -> None:
+    """The last block of each tile resets its counter: the launch's zeroed workspace, made
+    once, serves every later launch; and the fixed combining order gives the same bits."""
+    x = sample((3000, 40), torch.float32, "sum", seed=7)
+    kernel, results = launched_three_times(x, lambda fd, t: [fd.ops.sum(t, dims=[0])])
+    assert kernel.grid[1] > 1
     assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2])
     check(results[0], x.double().sum(0), 3000)
 

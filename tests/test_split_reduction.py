@@ -15,15 +15,19 @@ from pathlib import Path
 import pytest
 import torch
 from test_codegen import kernels_of
-from test_outer_reduction import CPU, check, fusion_of, needs_gxx, needs_nvrtc, reference, run
+from test_outer_reduction import (
+    check,
+    fusion_of,
+    launched_three_times,
+    needs_gxx,
+    needs_nvrtc,
+    reference,
+    run,
+)
 
-from fusecli.codegen import ArgKind, Kernel, emulate, generate, nvrtc
+from fusecli.codegen import ArgKind, Kernel, generate, nvrtc
 from fusecli.ir.dtype import DataType
 from fusecli.load import load_path
-from fusecli.runtime.bind import bind_inputs
-from fusecli.runtime.context import ExecutionContext
-from fusecli.runtime.cupy_executor import kernel_arguments
-from fusecli.runtime.launch import workspace
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.segmenter import segment_fusion
 
@@ -176,23 +180,8 @@ def test_a_double_sum() -> None:
 @needs_gxx
 def test_results_are_the_same_every_run_and_the_counters_end_at_zero() -> None:
     x = sample((8, 3, 33, 65), torch.float32, seed=8)
-    fusion = fusion_of([x], lambda fd, t: [fd.ops.sum(t, dims=[0, 2, 3])])
-    segmented = segment_fusion(fusion, [x])
-    (segment,) = segmented.segments
-    kernel = generate(segment, RuntimeInfo(segmented.fusion, [x]), [x])
+    kernel, results = launched_three_times(x, lambda fd, t: [fd.ops.sum(t, dims=[0, 2, 3])])
     split_kernel([kernel])
-    ctx = ExecutionContext.for_fusion(segmented.fusion, device="cpu", faults=frozenset(),
-                                      extents=bind_inputs(segmented.fusion, [x]).extents)
-    kept: dict[str, torch.Tensor] = {}
-    results = []
-    for _ in range(3):
-        values, outputs = kernel_arguments(kernel, {segment.inputs[0].uid: x}, ctx, CPU,
-                                           poison=True)
-        values = [workspace(p, CPU, kept) if p.kind is ArgKind.WORKSPACE and p.zeroed else v
-                  for p, v in zip(kernel.args, values)]
-        emulate.emulate(kernel, values)
-        results.append(outputs[segment.outputs[0].uid])
-        assert not kept["arrivals"].any()
     assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2])
     check(results[0], x.double().sum((0, 2, 3)), 8 * 33 * 65)
 

@@ -148,13 +148,7 @@ class _Body(_RowBody):
     def emit(self, outputs: list[Placed], columns: list[Placed]) -> None:
         e, plan = self.emitter, self.plan
         declare_scratch(e, self.inner, plan.threads)
-        if plan.threads > 1:
-            e.line(f"const int thread = threadIdx.x % {plan.threads};  // its place in the row")
-        else:
-            e.line("const int thread = 0;  // a thread per row: it walks the row alone")
-        rows = plan.rows_per_block
-        first = f"(index_t)blockIdx.x * {rows}" if rows > 1 else "(index_t)blockIdx.x"
-        step = f"(index_t)gridDim.x * {rows}" if rows > 1 else "(index_t)gridDim.x"
+        header = self._row_loop()
         slots = self._slots()
         self._preload(slots, row_dependent=False)
         e.line("// partials of the sums over the rows: this thread's columns, every row it takes")
@@ -162,7 +156,6 @@ class _Body(_RowBody):
             for slot in range(plan.slots):
                 for lane in range(plan.vectorize):
                     e.line(f"{a.ctype} {self._partial(a, slot, lane).name} = {a.identity};")
-        header = f"for (index_t row_base = {first}; row_base < {plan.rows}; row_base += {step})"
         with e.block(header):
             self._rows()
             self._preload(slots, row_dependent=True)

@@ -105,40 +105,31 @@ __device__ __forceinline__ double rng_normal(PhiloxState& state, unsigned long l
 }
 """
 
-PHILOX_HALF = r"""
-// Half: the float value rounded; a uniform that rounds to `to` is `from`.
-__device__ __forceinline__ float rng_uniform_half(PhiloxState& state, unsigned long long seed,
-                                                  unsigned long long offset,
-                                                  unsigned long long index, float from,
-                                                  float to) {
+def _rounded(name: str, suffix: str, rounding: str) -> str:
+    """A 16-bit type's uniform and normal: the float value rounded with ``rounding``; a
+    uniform that rounds to ``to`` is ``from``."""
+    uniform = f"__device__ __forceinline__ float rng_uniform_{suffix}("
+    normal = f"__device__ __forceinline__ float rng_normal_{suffix}("
+    at_uniform, at_normal = " " * len(uniform), " " * len(normal)
+    return f"""
+// {name}: the float value rounded; a uniform that rounds to `to` is `from`.
+{uniform}PhiloxState& state, unsigned long long seed,
+{at_uniform}unsigned long long offset,
+{at_uniform}unsigned long long index, float from,
+{at_uniform}float to) {{
   philox_at(state, seed, offset, index / 4);
   const float u = philox_raw_float(philox_word(state, (unsigned int)(index % 4)));
-  const float value = round_to_float16(fmaf(to - from, u, from));
-  return value == round_to_float16(to) ? round_to_float16(from) : value;
-}
-__device__ __forceinline__ float rng_normal_half(PhiloxState& state, unsigned long long seed,
-                                                 unsigned long long offset,
-                                                 unsigned long long index, float mean,
-                                                 float std) {
-  return round_to_float16(rng_normalf(state, seed, offset, index, mean, std));
-}
+  const float value = {rounding}(fmaf(to - from, u, from));
+  return value == {rounding}(to) ? {rounding}(from) : value;
+}}
+{normal}PhiloxState& state, unsigned long long seed,
+{at_normal}unsigned long long offset,
+{at_normal}unsigned long long index, float mean,
+{at_normal}float std) {{
+  return {rounding}(rng_normalf(state, seed, offset, index, mean, std));
+}}
 """
 
-PHILOX_BFLOAT = r"""
-// Bfloat16: the float value rounded; a uniform that rounds to `to` is `from`.
-__device__ __forceinline__ float rng_uniform_bfloat(PhiloxState& state, unsigned long long seed,
-                                                    unsigned long long offset,
-                                                    unsigned long long index, float from,
-                                                    float to) {
-  philox_at(state, seed, offset, index / 4);
-  const float u = philox_raw_float(philox_word(state, (unsigned int)(index % 4)));
-  const float value = round_to_bfloat16(fmaf(to - from, u, from));
-  return value == round_to_bfloat16(to) ? round_to_bfloat16(from) : value;
-}
-__device__ __forceinline__ float rng_normal_bfloat(PhiloxState& state, unsigned long long seed,
-                                                   unsigned long long offset,
-                                                   unsigned long long index, float mean,
-                                                   float std) {
-  return round_to_bfloat16(rng_normalf(state, seed, offset, index, mean, std));
-}
-"""
+
+PHILOX_HALF = _rounded("Half", "half", "round_to_float16")
+PHILOX_BFLOAT = _rounded("Bfloat16", "bfloat", "round_to_bfloat16")

@@ -27,7 +27,6 @@ from fusecli.codegen.kernel import Kernel, UnsupportedError
 from fusecli.codegen.outer_reduction import build_outer_reduction
 from fusecli.codegen.pointwise import loop_positions
 from fusecli.codegen.reduction_ops import Accumulator, accumulators, combine, declare_scratch
-from fusecli.codegen.reduction_ops import _word as _word  # inner_outer imports it from here
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.codegen.split_reduction import build_split_reduction, refuse_starved
 from fusecli.ir.nodes import TensorView
@@ -128,15 +127,7 @@ class _Body:
     def emit(self, outputs: list[tuple[TensorView, tuple[int | None, ...], bool]]) -> None:
         e, plan = self.emitter, self.plan
         declare_scratch(e, accumulators(self.ctx), plan.threads)
-        if plan.threads > 1:
-            e.line(f"const int thread = threadIdx.x % {plan.threads};  // its place in the row")
-        else:
-            e.line("const int thread = 0;  // a thread per row: it walks the row alone")
-        rows = plan.rows_per_block
-        first = f"(index_t)blockIdx.x * {rows}" if rows > 1 else "(index_t)blockIdx.x"
-        step = f"(index_t)gridDim.x * {rows}" if rows > 1 else "(index_t)gridDim.x"
-        header = (f"for (index_t row_base = {first}; row_base < {plan.rows}; "
-                  f"row_base += {step})")
+        header = self._row_loop()
         slots = self._slots() if plan.persistent else []
         if plan.persistent:
             self._preload(slots, row_dependent=False)
@@ -149,6 +140,16 @@ class _Body:
                 self._pass(batch, slots, number)
             self._full_outputs([o for o in outputs if o[2]], slots)
             self._row_outputs([o for o in outputs if not o[2]])
+
+    def _row_loop(self) -> str:
+        """Names the thread's place in its row; returns the header of the block's row loop."""
+        plan, rows = self.plan, self.plan.rows_per_block
+        self.emitter.line(f"const int thread = threadIdx.x % {plan.threads};  // its place in "
+                          "the row" if plan.threads > 1 else
+                          "const int thread = 0;  // a thread per row: it walks the row alone")
+        first = f"(index_t)blockIdx.x * {rows}" if rows > 1 else "(index_t)blockIdx.x"
+        step = f"(index_t)gridDim.x * {rows}" if rows > 1 else "(index_t)gridDim.x"
+        return f"for (index_t row_base = {first}; row_base < {plan.rows}; row_base += {step})"
 
     def _rows(self) -> None:
         e, plan = self.emitter, self.plan
