@@ -665,7 +665,7 @@ def test_convert_never_overwrites_without_force(tmp_path):
 
 
 def test_load_path_refuses_unknown_suffixes(tmp_path):
-    path = write(tmp_path, "fusion.txt", "hello\n")
+    path = write(tmp_path, "fusion.json", "hello\n")
     with pytest.raises(InputError, match="expected one of .py, .yaml, .yml"):
         load_path(path)
     with pytest.raises(InputError, match="no such file"):

@@ -240,15 +240,14 @@ def test_a_random_fusion_under_nvfuser_is_judged_by_dtype_and_shape():
     """nvFuser's Philox numbers are not the reference's: other values are no mismatch."""
     import torch
 
-    from fusecli.app.engines import run_loaded_nvfuser
-    from fusecli.app.pipeline import RunOptions
+    from fusecli.app.pipeline import RunOptions, run_loaded
 
     def other_stream(loaded):
         run = recorded_runner(loaded)
         return NvfuserRun(run.log, [t + 1 if t.is_floating_point() else t for t in run.outputs])
 
     (loaded,) = load_path(ROOT / "fusions" / "dropout_residual.py", device="cpu")
-    outcome = run_loaded_nvfuser(loaded, RunOptions(executor="aten", device="cpu"), other_stream)
+    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu", engine="nvfuser", nvfuser_runner=other_stream))
     assert outcome.status == "pass", outcome.error
     assert any("random ops" in notice for notice in outcome.notices)
     assert not all(d.ok for d in outcome.outputs)  # the values are still shown as they are
@@ -257,5 +256,5 @@ def test_a_random_fusion_under_nvfuser_is_judged_by_dtype_and_shape():
         run = recorded_runner(loaded)
         return NvfuserRun(run.log, [torch.zeros(1) for _ in run.outputs])
 
-    outcome = run_loaded_nvfuser(loaded, RunOptions(executor="aten", device="cpu"), wrong_shape)
+    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu", engine="nvfuser", nvfuser_runner=wrong_shape))
     assert outcome.status == "mismatch"

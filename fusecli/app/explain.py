@@ -86,9 +86,9 @@ def explain_path(
 
     validate_options(options)
     if options.runs_nvfuser:
-        from fusecli.app.engines import compare_with_fusecli, resolve_runner, run_nvfuser
+        from fusecli.app.engines import compare_with_fusecli, resolve_engine, run_nvfuser
 
-        runner = resolve_runner(runner)  # exit 4 here, before any work, without nvFuser
+        resolve_engine("nvfuser", runner)  # exit 4 here, before any work, without nvFuser
     outcomes = []
     for loaded in load_path(path, device=options.device, seed=options.seed, evaluate=False):
         outcome = ExplainOutcome(loaded, loaded.fusion, None, list(loaded.notices))

@@ -230,6 +230,8 @@ class GitRange:
     bad: str
     repo: Path = Path(".")
     command: str | None = None  # the oracle command; None: the commit's own fusecli run
+    build: str | None = None  # run first at each commit (into $FUSECLI_BUILD_PREFIX)
+    engine: str = "fusecli"  # with build: the installed fusecli's engine for each question
 
 
 def run_bisect(
@@ -248,7 +250,10 @@ def run_bisect(
 
     if git.command is None and not paths:
         raise InputError("--git needs repro files after -- (or an oracle --command)")
+    if git.engine != "fusecli" and git.build is None and git.command is None:
+        raise InputError(f"--git with --engine {git.engine} needs --build CMD: the checkout "
+                         "is built at each commit, then asked with the installed fusecli")
     kind = "any" if options.kind == "auto" else options.kind
-    git_options = GitOptions(command=git.command, kind=kind, check_str=options.check_str,
-                             timeout=options.timeout)
+    git_options = GitOptions(command=git.command, build=git.build, engine=git.engine, kind=kind,
+                             check_str=options.check_str, timeout=options.timeout)
     return git_bisect(git.repo, git.good, git.bad, paths, git_options, Tracker(progress))

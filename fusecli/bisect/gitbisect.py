@@ -1,14 +1,25 @@
 """``fusecli bisect --git GOOD BAD``: the commit that introduced a failure, with git bisect.
 
-The oracle command runs at each commit with that commit's own code (the repository first on
-``PYTHONPATH``): by default ``fusecli run PATH...`` of the checked-out fusecli, after checking
-that the commit imports at all; ``--command`` gives any other. ``gitstep.py`` turns each
-outcome into git bisect's codes (0 good, 1 bad, 125 untestable) and never exits above 125.
+The user's checkout is never touched: bisect adds a worktree of its own (``git worktree add
+--detach``, at BAD) and runs ``git bisect`` there, whose state git keeps per worktree; the
+worktree is removed at the end, whatever happens (a failure, Ctrl-C). Repro files stay where
+they are, in the user's tree, named by absolute path.
 
-Before bisecting, BAD is checked to fail (else the failure does not reproduce: exit 1) and GOOD
-to pass. All state lives in one temporary run directory (the step, its spec, the log, copies
-of the repro files, so that checkouts cannot change them), removed at the end. The repository
-is always put back where it was: bisect reset, then the original branch or commit.
+The oracle runs at each commit of the worktree, in one of three ways:
+
+- by default, ``fusecli run PATH...`` of the checked-out fusecli (the worktree first on
+  ``PYTHONPATH``), after checking that the commit imports at all;
+- ``--command CMD``: any shell command, in the worktree, with the worktree first on
+  ``PYTHONPATH``;
+- ``--build CMD``: the build command installs the commit into a fresh folder
+  (``$FUSECLI_BUILD_PREFIX``); a failing build makes the commit untestable. Then the installed
+  fusecli asks ``python -m fusecli.bisect REPRO [--engine E]`` of each repro (or runs
+  ``--command``) with that folder first on ``PYTHONPATH``: how an nvFuser checkout is bisected.
+
+``gitstep.py`` turns each outcome into git bisect's codes (0 good, 1 bad, 125 untestable) and
+never exits above 125. Before bisecting, BAD is checked to fail (else the failure does not
+reproduce: exit 1) and GOOD to pass. All state lives in one temporary run directory (the
+worktree, the step, its spec, the log, the builds), removed at the end.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import re
 import shlex
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -28,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import fusecli
 from fusecli.bisect.results import Commit, GitReport, GitStep, Tracker
 from fusecli.errors import InputError, MissingEnvironmentError
 
@@ -39,6 +52,8 @@ _HASH_LINE = re.compile(r"^([0-9a-f]{40})\b", re.MULTILINE)
 @dataclass(frozen=True, slots=True)
 class GitOptions:
     command: str | None = None  # a shell command; None: the commit's own ``fusecli run``
+    build: str | None = None  # run first at each commit; the commit is then asked with it
+    engine: str = "fusecli"  # with ``build``: the engine the installed fusecli asks with
     kind: str = "any"  # accuracy, crash, hang, any
     check_str: str | None = None
     timeout: float = 600.0  # per step
@@ -66,52 +81,73 @@ def _commit(repo: Path, revision: str) -> Commit:
 def _check_repository(repo: Path) -> Path:
     if not repo.is_dir():
         raise InputError("no such folder", str(repo))
-    top = Path(_git(repo, "rev-parse", "--show-toplevel"))
-    if Path(_git(top, "rev-parse", "--absolute-git-dir"), "BISECT_START").exists():
-        raise InputError("a git bisect is already in progress here; finish it with "
-                         "`git bisect reset` first", str(top))
-    if _git(top, "status", "--porcelain", "--untracked-files=no"):
-        raise InputError("the checkout has uncommitted changes; commit or stash them first",
-                         str(top))
-    return top
+    # Nothing about the checkout's state matters (uncommitted changes, a bisect of the user's
+    # own in progress): bisect's worktree has its own HEAD, index and bisect state.
+    return Path(_git(repo, "rev-parse", "--show-toplevel"))
 
 
-def _spec(run_dir: Path, top: Path, paths: list[Path], options: GitOptions) -> dict:
+def _spec(run_dir: Path, worktree: Path, paths: list[Path], options: GitOptions) -> dict:
+    command: str | list[str] | None = None
+    questions, import_check, python_path = None, None, []
     if options.command is not None:
-        joined = " ".join(shlex.quote(str(p)) for p in paths)
-        command: str | list[str] = options.command.replace("{paths}", joined)
-        flavor, import_check = "command", None
+        command = options.command.replace("{paths}", _joined(paths))
+        flavor = "command"
+    elif options.build is not None:
+        questions = [_question(options, path) for path in paths]
+        flavor = "question"
+        python_path = _fusecli_path()
     else:
         command = [options.python, "-c", _FUSECLI_MAIN, "run", *map(str, paths)]
         flavor = "fusecli"
         import_check = [options.python, "-c", "import fusecli.cli.main"]
     return {
-        "repo": str(top), "command": command, "flavor": flavor, "import_check": import_check,
-        "kind": options.kind, "check_str": options.check_str, "timeout": options.timeout,
-        "log": str(run_dir / "steps.jsonl"),
+        "repo": str(worktree), "command": command, "questions": questions, "flavor": flavor,
+        "import_check": import_check, "python_path": python_path, "build": options.build,
+        "builds": str(run_dir / "builds"), "kind": options.kind, "check_str": options.check_str,
+        "timeout": options.timeout, "log": str(run_dir / "steps.jsonl"),
     }
 
 
-def _copy_inputs(paths: Sequence[Path], run_dir: Path) -> list[Path]:
-    copies = []
-    for index, path in enumerate(paths):
+def _question(options: GitOptions, path: Path) -> list[str]:
+    """The installed fusecli's oracle question about one repro file."""
+    # fusecli is the default engine: leaving it out keeps the question valid for a child
+    # that predates --engine.
+    engine = [] if options.engine == "fusecli" else ["--engine", options.engine]
+    return [options.python, "-m", "fusecli.bisect", str(path), *engine]
+
+
+def _fusecli_path() -> list[str]:
+    """Where this fusecli is imported from, for PYTHONPATH, unless it is site-packages (the
+    child finds it there anyway): the question runs outside any checkout, in the build folder."""
+    root = Path(fusecli.__file__).resolve().parent.parent
+    site_dirs = {Path(d).resolve() for d in site.getsitepackages()}
+    return [] if root in site_dirs else [str(root)]
+
+
+def _joined(paths: Sequence[Path]) -> str:
+    return " ".join(shlex.quote(str(p)) for p in paths)
+
+
+def _resolve_inputs(paths: Sequence[Path]) -> list[Path]:
+    """The repro files, by absolute path: they stay in the user's tree, not the worktree."""
+    resolved = [Path(p).resolve() for p in paths]
+    for path in resolved:
         if not path.is_file():
             raise InputError("no such file", str(path))
-        copy = run_dir / "inputs" / f"{index}_{path.name}" if len(paths) > 1 else (
-            run_dir / "inputs" / path.name
-        )
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, copy)
-        copies.append(copy)
-    return copies
+    return resolved
 
 
 def _command_text(spec: dict) -> str:
     command = spec["command"]
-    if isinstance(command, str):
-        return command
-    paths = " ".join(shlex.quote(p) for p in command[4:])
-    return f"fusecli run {paths}  (the commit's own fusecli, via PYTHONPATH)"
+    if spec["flavor"] == "question":
+        asked = "; ".join(shlex.join(["python", *q[1:]]) for q in spec["questions"])
+        text = f"{asked}  (the installed fusecli, the build first on PYTHONPATH)"
+    elif isinstance(command, str):
+        text = command
+    else:
+        paths = " ".join(shlex.quote(p) for p in command[4:])
+        text = f"fusecli run {paths}  (the commit's own fusecli, via PYTHONPATH)"
+    return text if spec["build"] is None else f"{text}; built with: {spec['build']}"
 
 
 def git_bisect(
@@ -122,7 +158,10 @@ def git_bisect(
     options: GitOptions,
     tracker: Tracker | None = None,
 ) -> GitReport:
-    """Find the first commit between GOOD and BAD at which the oracle command fails."""
+    """Find the first commit between GOOD and BAD at which the oracle command fails.
+
+    Everything happens in a worktree of bisect's own: the checkout at ``repo`` (its branch,
+    index, untracked and ignored files) is left exactly as it was."""
     tracker = tracker or Tracker()
     started = time.perf_counter()
     top = _check_repository(Path(repo).resolve())
@@ -130,49 +169,69 @@ def git_bisect(
     original = _git(top, "symbolic-ref", "-q", "--short", "HEAD", check=False) or _git(
         top, "rev-parse", "HEAD"
     )
+    repros = _resolve_inputs(paths)
     run_dir = Path(tempfile.mkdtemp(prefix="fusecli-git-bisect-"))
+    worktree = run_dir / "worktree"
     try:
         step_file = run_dir / "gitstep.py"
         shutil.copy2(Path(__file__).with_name("gitstep.py"), step_file)
-        copies = _copy_inputs([Path(p).resolve() for p in paths], run_dir)
-        spec = _spec(run_dir, top, copies, options)
+        spec = _spec(run_dir, worktree, repros, options)
+        Path(spec["builds"]).mkdir()
         spec_file = run_dir / "spec.json"
         spec_file.write_text(json.dumps(spec, indent=1), encoding="utf-8")
-        report = GitReport(str(top), good_commit, bad_commit, _command_text(spec), False)
+        report = GitReport(str(top), good_commit, bad_commit, _command_text(spec), False,
+                           restored=original)
         step = [options.python, str(step_file), str(spec_file)]
+        tracker.update("git", f"adding a worktree at {bad_commit.hash[:10]}")
+        _git(top, "worktree", "add", "--detach", str(worktree), bad_commit.hash)
         try:
-            _bisect(top, good_commit, bad_commit, step, report, tracker)
+            _bisect(top, worktree, good_commit, bad_commit, step, report, tracker)
         finally:
-            report.restored = _restore(top, original)
             report.steps = _read_steps(Path(spec["log"]))
     finally:
+        _remove_worktree(top, worktree)
         shutil.rmtree(run_dir, ignore_errors=True)
-    report.replays = _replays(top, report, _replay_command(options, paths))
+    report.replays = _replays(top, report, spec)
     report.seconds = time.perf_counter() - started
     return report
 
 
+def _remove_worktree(top: Path, worktree: Path) -> None:
+    """Remove bisect's worktree and git's record of it (what git cannot remove is deleted)."""
+    _git(top, "worktree", "remove", "--force", str(worktree), check=False)
+    shutil.rmtree(worktree, ignore_errors=True)
+    _git(top, "worktree", "prune", check=False)
+
+
 def _bisect(
-    top: Path, good: Commit, bad: Commit, step: list[str], report: GitReport, tracker: Tracker
+    top: Path,
+    worktree: Path,
+    good: Commit,
+    bad: Commit,
+    step: list[str],
+    report: GitReport,
+    tracker: Tracker,
 ) -> None:
     for commit, wanted in ((bad, 1), (good, 0)):
         tracker.update("git", f"checking {commit.hash[:10]} ({'BAD' if wanted else 'GOOD'})")
-        _git(top, "checkout", "--quiet", "--detach", commit.hash)
-        code = subprocess.run(step, cwd=top, capture_output=True, text=True).returncode
+        _git(worktree, "checkout", "--quiet", "--detach", commit.hash)
+        result = subprocess.run(step, cwd=worktree, capture_output=True, text=True)
+        why = _step_reason(result.stdout)
         tracker.query_done()
-        if wanted == 1 and code != 1:
+        if wanted == 1 and result.returncode != 1:
+            untestable = f" (untestable there: {why})" if result.returncode == 125 else ""
             report.notes.append(f"BAD ({commit.hash[:10]}) does not fail: the failure does "
-                                "not reproduce" + (" (untestable there)" if code == 125 else ""))
+                                f"not reproduce{untestable}")
             return
-        if wanted == 0 and code != 0:
-            state = "fails too" if code == 1 else "is untestable"
-            raise InputError(f"GOOD ({commit.hash[:10]} {commit.subject!r}) {state}; "
+        if wanted == 0 and result.returncode != 0:
+            state = "fails too" if result.returncode == 1 else "is untestable"
+            raise InputError(f"GOOD ({commit.hash[:10]} {commit.subject!r}) {state} ({why}); "
                              "give a GOOD commit at which the command passes", str(top))
     report.reproduced = True
-    _git(top, "bisect", "start", bad.hash, good.hash)
+    _git(worktree, "bisect", "start", bad.hash, good.hash)
     tracker.update("git", f"bisecting {good.hash[:10]}..{bad.hash[:10]}")
     process = subprocess.Popen(
-        ["git", "-C", str(top), "bisect", "run", *step], stdout=subprocess.PIPE,
+        ["git", "-C", str(worktree), "bisect", "run", *step], stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     output = []
@@ -186,8 +245,8 @@ def _bisect(
                 tracker.query_done()
         process.wait()
     except BaseException:
-        # Interrupted (Ctrl-C, SIGTERM): stop git's bisect run before the checkout is put
-        # back, or it would go on checking out commits under the restored branch.
+        # Interrupted (Ctrl-C, SIGTERM): stop git's bisect run before the worktree is
+        # removed, or it would go on checking out commits in a folder being deleted.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)  # git, and the step it is running
         process.wait()
@@ -205,12 +264,12 @@ def _bisect(
         report.notes.append(f"git bisect run ended without an answer: {text.strip()[-300:]}")
 
 
-def _restore(top: Path, original: str) -> str:
-    """Put the checkout back: end the bisect, then the original branch or commit."""
-    if Path(_git(top, "rev-parse", "--absolute-git-dir"), "BISECT_START").exists():
-        _git(top, "bisect", "reset", original, check=False)
-    _git(top, "checkout", "--quiet", original, check=False)
-    return original
+def _step_reason(output: str) -> str:
+    """What one step printed about its commit: ``fusecli-step HASH OUTCOME: REASON``."""
+    for line in output.splitlines():
+        if line.startswith("fusecli-step "):
+            return line.split(": ", 1)[-1].strip()
+    return output.strip()[-200:] or "no answer"
 
 
 def _read_steps(log: Path) -> list[GitStep]:
@@ -226,24 +285,38 @@ def _read_steps(log: Path) -> list[GitStep]:
     return steps
 
 
-def _replay_command(options: GitOptions, paths: Sequence[Path]) -> str:
-    originals = " ".join(shlex.quote(str(Path(p).resolve())) for p in paths)
-    if options.command is not None:
-        return options.command.replace("{paths}", originals)
-    return f"{shlex.quote(options.python)} -c {shlex.quote(_FUSECLI_MAIN)} run {originals}"
+def _replay_body(spec: dict, sha: str) -> str:
+    """The shell commands that test commit ``sha`` again, run inside a worktree of it."""
+    prepend = '${PYTHONPATH:+:$PYTHONPATH}"'
+    if spec["flavor"] == "question":
+        asked = " ; ".join(shlex.join(q) for q in spec["questions"])
+        extra = "".join(f":{shlex.quote(p)}" for p in spec["python_path"])
+        ask = f'cd "$FUSECLI_BUILD_PREFIX" && PYTHONPATH="$FUSECLI_BUILD_PREFIX{extra}{prepend} '
+        ask += f"sh -c {shlex.quote(asked)}"
+    else:
+        command = spec["command"]
+        command = command if isinstance(command, str) else shlex.join(command)
+        first = "$FUSECLI_BUILD_PREFIX" if spec["build"] else "$PWD"
+        ask = f'PYTHONPATH="{first}{prepend} sh -c {shlex.quote(command)}'
+    if spec["build"] is None:
+        return ask
+    return (f"export FUSECLI_BUILD_PREFIX=$(mktemp -d) FUSECLI_BISECT_COMMIT={sha} && "
+            f"bash -c {shlex.quote(spec['build'])} && {ask}")
 
 
-def _replays(top: Path, report: GitReport, command: str) -> dict[str, str]:
-    """Commands that test the last good and the first bad commit again, by hand."""
+def _replays(top: Path, report: GitReport, spec: dict) -> dict[str, str]:
+    """Commands that test the last good and the first bad commit again, by hand, each in a
+    worktree of its own (the checkout stays as it is)."""
     if report.first_bad is None:
         return {}
     replays = {}
     parent = _git(top, "rev-parse", "--verify", "--quiet", f"{report.first_bad.hash}^",
                   check=False)
+    git = f"git -C {shlex.quote(str(top))} worktree"
     for name, sha in (("last good", parent), ("first bad", report.first_bad.hash)):
         if sha:
             replays[f"git: {name} ({sha[:10]})"] = (
-                f"cd {shlex.quote(str(top))} && git checkout --detach {sha} && "
-                f"PYTHONPATH={shlex.quote(str(top))} {command}; git checkout -"
+                f'tree=$(mktemp -d) && {git} add --detach "$tree" {sha} && '
+                f'(cd "$tree" && {_replay_body(spec, sha)}); {git} remove --force "$tree"'
             )
     return replays

@@ -17,35 +17,10 @@ from typing import Any
 from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Target
-
-EXACT_LIMIT = 1 << 20
-
-
-def exact_specs(loaded: Any) -> tuple[Any, ...]:
-    """Input specs that store every value (within ``EXACT_LIMIT``), for lossless repros."""
-    import torch
-
-    from fusecli.ir.nodes import TensorView
-    from fusecli.load.inputs import (
-        TensorSpec,
-        spec_for_value,
-        storage_span,
-        storage_values,
-        values_storable,
-    )
-
-    specs = []
-    for index, (value, declared) in enumerate(zip(loaded.inputs, loaded.fusion.inputs)):
-        on_cpu = isinstance(declared, TensorView) and declared.is_cpu
-        if isinstance(value, torch.Tensor):
-            dtype = str(value.dtype).removeprefix("torch.")
-            shape, strides = tuple(value.shape), tuple(value.stride())
-            if storage_span(shape, strides) <= EXACT_LIMIT and values_storable(dtype):
-                specs.append(TensorSpec(dtype, shape, strides, values=storage_values(value),
-                                        on_cpu=on_cpu))
-                continue
-        specs.append(spec_for_value(value, index, on_cpu, loaded.where))
-    return tuple(specs)
+from fusecli.load.convert import (
+    EXACT_LIMIT,  # noqa: F401
+    exact_specs,  # noqa: F401  (bisect's writers use it)
+)
 
 
 def executor_name(requested: str) -> str:

@@ -21,8 +21,12 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
               help="With --git: the checkout to bisect (fusecli, or what --command runs).")
 @click.option("--command", "oracle_command", default=None, metavar="CMD",
               help="With --git: the oracle, a shell command run at each commit with the "
-              "checkout first on PYTHONPATH ({paths} becomes the repro files). Default: the "
-              "commit's own `fusecli run PATH...`.")
+              "checkout (with --build: the build) first on PYTHONPATH ({paths} becomes the "
+              "repro files). Default: the commit's own `fusecli run PATH...`.")
+@click.option("--build", "build_command", default=None, metavar="CMD",
+              help="With --git: a shell command that builds each commit into "
+              "$FUSECLI_BUILD_PREFIX (a fresh folder, then first on PYTHONPATH); the installed "
+              "fusecli then asks the question of each repro. A failing build skips the commit.")
 @click.option("--kind", type=click.Choice(_KINDS), default="auto", show_default=True,
               help="The failure to chase; auto: what the original shows (with --git: any).")
 @click.option("--check-str", default=None,
@@ -50,9 +54,9 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @execution_options
 @guarded
-def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, repeat, jobs, mode,
-           no_shrink, max_queries, output_dir, force, in_process, no_fork, as_json, executor,
-           device, rules, seed, rtol, atol, tolerance, no_tiebreak) -> int:
+def bisect(paths, git_range, repo, oracle_command, build_command, kind, check_str, timeout,
+           repeat, jobs, mode, no_shrink, max_queries, output_dir, force, in_process, no_fork,
+           as_json, executor, device, rules, seed, rtol, atol, tolerance, no_tiebreak) -> int:
     """Localize a failure: the first diverging segment, then the smallest repro that fails.
 
     Every question runs in a process of its own with a timeout (forked from a preloaded
@@ -65,6 +69,9 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
       fusecli bisect repro.py --kind crash --check-str "illegal memory access"
       fusecli bisect --git v0.3 HEAD --repo ~/fusecli -- repro.py
       fusecli bisect --git good bad --command 'python -m mypkg.check {paths}' -- repro.py
+      fusecli bisect --git GOOD BAD --repo ~/Fuser --engine nvfuser --build \\
+        'pip install --no-deps --no-build-isolation --target "$FUSECLI_BUILD_PREFIX" python' \\
+        -- repro.py   (docs/bisect-nvfuser.md)
 
     \b
     Exit codes: 0 localized, 1 the failure did not reproduce, 2 bad input or usage,
@@ -86,8 +93,9 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
     )
     from fusecli.runtime.faults import FaultInjectionWarning
 
-    if git_range is None and (oracle_command is not None or repo != Path(".")):
-        raise InputError("--command and --repo go with --git GOOD BAD")
+    if git_range is None and (oracle_command is not None or build_command is not None
+                              or repo != Path(".")):
+        raise InputError("--command, --build and --repo go with --git GOOD BAD")
     if output_dir is not None and output_dir.is_dir() and any(output_dir.iterdir()) and not force:
         raise InputError(f"{output_dir} is not empty; pass --force to overwrite its files")
     warn_fault_injection()  # said once here; the library's warning would repeat it
@@ -102,7 +110,10 @@ def bisect(paths, git_range, repo, oracle_command, kind, check_str, timeout, rep
         jobs=jobs, isolate=not in_process, fork=not no_fork, mode=mode, shrink=not no_shrink,
         max_queries=max_queries, output=output_dir,
     )
-    git = None if git_range is None else GitRange(*git_range, repo=repo, command=oracle_command)
+    git = None if git_range is None else GitRange(
+        *git_range, repo=repo, command=oracle_command, build=build_command,
+        engine=getattr(run_options, "engine", "fusecli"),
+    )
     errors = Console(stderr=True)
     with errors.status("bisect: starting") as status:
         report = run_bisect(list(paths), options, git,

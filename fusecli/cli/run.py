@@ -70,9 +70,9 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
         debug=debug_enabled(), engine=engine, compare_engines=compare_engines,
     )
     if engine != "fusecli" or compare_engines:
-        from fusecli.app.engines import resolve_runner
+        from fusecli.app.engines import resolve_engine
 
-        resolve_runner(None)  # exit 4 now, not once per fusion, when nvFuser is not here
+        resolve_engine("nvfuser")  # exit 4 now, not once per fusion, when nvFuser is not here
     selected = parse_shard(shard)
     errors = Console(stderr=True)
     with errors.status("running...") as status:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from fusecli.engines.base import EngineRun, EngineSegmentation, SegmentInfo
 from fusecli.errors import MissingEnvironmentError
 
 MODULE = "nvfuser_direct"
@@ -42,6 +43,7 @@ class NvfuserRun:
     log: str
     outputs: list[Any] | None = None
     error: str | None = None  # what nvFuser raised (first line), None when it ran
+    error_text: str | None = None  # all of it
 
 
 Runner = Callable[[Any], NvfuserRun]  # LoadedFusion -> NvfuserRun
@@ -116,26 +118,99 @@ def first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0][:300].strip() if text else ''}"
 
 
-def run_with_nvfuser(loaded: Any) -> NvfuserRun:
-    """Execute ``loaded`` with real nvFuser on (copies of) its own inputs."""
+PRELUDE = (
+    "import os, sys\n"
+    "# nvFuser's wheel needs torch's symbols global before torch loads (harmless elsewhere)\n"
+    "sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)\n"
+)
+
+
+def direct_script(loaded: Any) -> str:
+    """``loaded`` as a plain nvfuser_direct script, no fusecli import: the definition, then its
+    inputs made exactly (stored values where small, else seeded), then ``fd.execute``."""
+    from dataclasses import replace
+
+    import torch
+
+    from fusecli.load.convert import exact_specs, to_direct
+
+    exact = loaded if loaded.input_specs is not None else replace(
+        loaded, input_specs=exact_specs(loaded))
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"  # cpu: a stand-in, in tests
+    return PRELUDE + to_direct(exact, device=device)
+
+
+class NvfuserEngine:
+    """Real nvFuser: the fusion as a direct-frontend script, executed in this process with
+    nvFuser's segmenter dump on and file descriptor 1 captured. ``runner`` (tests) replaces the
+    execution with one that returns a recorded ``NvfuserRun``."""
+
+    name = "nvfuser"
+
+    def __init__(self, runner: Runner | None = None) -> None:
+        self.runner = runner
+
+    def check(self) -> None:
+        if self.runner is None:
+            load_nvfuser()
+
+    def segment(self, loaded: Any, options: Any) -> EngineSegmentation:
+        """nvFuser segments a fusion when it first executes it: run it, keep the log."""
+        return self.execute(loaded, options).segmentation
+
+    def execute(self, loaded: Any, options: Any) -> EngineRun:
+        from fusecli.engines.nvfuser_log import parse_log
+
+        if self.runner is not None:
+            recorded = self.runner(loaded)
+            run = EngineRun(self.name, recorded.outputs, list(loaded.inputs),
+                            error=recorded.error, error_text=recorded.error_text)
+            log = recorded.log
+        else:
+            run, log = run_direct(loaded)
+        parsed = parse_log(log, run.error)
+        run.segmentation = EngineSegmentation(
+            [SegmentInfo(s.id, s.scheduler, "nvfuser", s.ops) for s in parsed.segments],
+            parsed, log, None if parsed.ok else (parsed.error or "no segmentation"),
+        )
+        return run
+
+
+def run_direct(loaded: Any) -> tuple[EngineRun, str]:
+    """Execute ``loaded``'s direct script with real nvFuser; the run and nvFuser's log. The
+    inputs are the script's own (what ``python minimized.py`` would give nvFuser)."""
     load_nvfuser()
     import torch
 
-    from fusecli.load.inputs import clone_exact
-    from fusecli.runtime.bind import flatten_inputs
-
+    script = direct_script(loaded)
+    definition, _, _ = script.rpartition("fd.execute(inputs)")
     namespace: dict[str, Any] = {"__name__": "fusecli_nvfuser_engine"}
-    inputs = list(clone_exact(list(flatten_inputs(loaded.inputs))))
-    try:
-        exec(compile(direct_definition(loaded), f"<{loaded.name}: direct>", "exec"), namespace)
-    except Exception as error:  # nvFuser refused the definition itself
-        return NvfuserRun("", None, first_line(error))
-    outputs, failure = None, None
+    run = EngineRun("nvfuser", None, [])
     with captured_stdout() as sink:
         try:
-            outputs = list(namespace["fd"].execute(inputs))
-            torch.cuda.synchronize()
-        except Exception as error:  # nvFuser's own failure is a result: its log says how far
-            failure = first_line(error)
+            exec(compile(definition, f"<{loaded.name}: nvfuser_direct>", "exec"), namespace)
+        except Exception as error:  # nvFuser refused the definition itself
+            _failed(run, error)
+        else:
+            run.inputs = list(namespace["inputs"])
+            try:
+                run.outputs = list(namespace["fd"].execute(run.inputs))
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+            except Exception as error:  # nvFuser's own failure is a result
+                run.outputs = None
+                _failed(run, error)
     log = sink.read().decode("utf-8", "replace")
-    return NvfuserRun(log, outputs, failure)
+    return run, log
+
+
+def _failed(run: EngineRun, error: BaseException) -> None:
+    run.error = first_line(error)
+    run.error_type = type(error).__name__
+    run.error_text = f"{type(error).__name__}: {error}"
+
+
+def run_with_nvfuser(loaded: Any) -> NvfuserRun:
+    """Execute ``loaded`` with real nvFuser (what ``--engine nvfuser`` runs)."""
+    run, log = run_direct(loaded)
+    return NvfuserRun(log, run.outputs, run.error, run.error_text)

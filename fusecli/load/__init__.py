@@ -1,4 +1,5 @@
-"""Loading repros: Python scripts printed by nvFuser or Thunder, and fusecli's YAML format.
+"""Loading repros: Python scripts printed by nvFuser or Thunder, fusecli's YAML format, and
+repros inside text (an issue saved as Markdown, an error message, a log: ``load.embedded``).
 
 ``load_path`` reads one file into a list of ``LoadedFusion`` (one per execute call or YAML
 document); ``discover`` expands folders into the repro files they hold; ``convert_file`` turns
@@ -7,17 +8,20 @@ a Python repro into YAML and back.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from fusecli.errors import InputError
 from fusecli.load.convert import convert_file, to_python, to_yaml
+from fusecli.load.embedded import TEXT_SUFFIXES, Extracted, extract_repro
 from fusecli.load.model import LoadedFusion
 from fusecli.load.python import load_python
 from fusecli.load.yaml_format import load_yaml
 
-SUFFIXES = (".py", ".yaml", ".yml")
+SUFFIXES = (".py", ".yaml", ".yml", *TEXT_SUFFIXES)
 
 
 def load_path(
@@ -28,7 +32,9 @@ def load_path(
     all_calls: bool = False,
     evaluate: bool = True,
 ) -> list[LoadedFusion]:
-    """The fusions of the file at ``path``: a ``.py`` script, or ``.yaml``/``.yml``.
+    """The fusions of the file at ``path``: a ``.py`` script, ``.yaml``/``.yml``, or the repro
+    inside a text (``.md``, ``.txt``, ``.log``, ..., no suffix, or a ``.py`` file that is no
+    Python but holds one), loaded as a script is, with a notice saying which part was taken.
 
     ``all_calls``: a script's repeated ``fd.execute`` calls with one input signature are each
     a fusion to check, not one. ``evaluate=False``: a script's execute calls are not evaluated
@@ -39,16 +45,54 @@ def load_path(
     if path.is_dir():
         raise InputError("is a folder; give the files, or let discover() expand it", str(path))
     suffix = path.suffix.lower()
+    options = {"device": device, "seed": seed, "all_calls": all_calls, "evaluate": evaluate}
+    if suffix in TEXT_SUFFIXES or not suffix:
+        return _load_embedded(path, _extracted(path), **options)
     if suffix == ".py":
-        return load_python(
-            path, device=device, seed=seed, all_calls=all_calls, evaluate=evaluate
-        )
+        embedded = _embedded_in_non_python(path)
+        if embedded is not None:
+            return _load_embedded(path, embedded, **options)
+        return load_python(path, **options)
     if suffix in (".yaml", ".yml"):
         return load_yaml(path, device=device, seed=seed)
     raise InputError(
         f"cannot load a {suffix or 'suffix-less'} file: expected one of {', '.join(SUFFIXES)}",
         str(path),
     )
+
+
+def _extracted(path: Path) -> Extracted:
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc}", str(path)) from None
+    return extract_repro(text, path)
+
+
+def _embedded_in_non_python(path: Path) -> Extracted | None:
+    """The repro in a ``.py`` file that does not parse (an issue or log saved as .py); None
+    for a file that parses, or holds no repro (``load_python`` reports it as it always has)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        ast.parse(text)
+        return None
+    except SyntaxError:
+        pass
+    except (ValueError, RecursionError):
+        return None
+    try:
+        return extract_repro(text, path)
+    except InputError:
+        return None
+
+
+def _load_embedded(path: Path, extracted: Extracted, **options) -> list[LoadedFusion]:
+    loaded = load_python(path, source=extracted.source, **options)
+    notice = extracted.notice(path.name)
+    return [dataclasses.replace(fusion, notices=(notice, *fusion.notices)) for fusion in loaded]
 
 
 def discover(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Path]:
@@ -58,8 +102,9 @@ def discover(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> 
     ``nvfuser``, ``nvfuser_direct`` or fusecli or names ``FusionDefinition`` (a ``setup.py`` or a
     helper module is code that runs with the user's privileges, and no repro), and YAML with a
     ``fusecli_yaml`` version. Files whose name starts with ``_`` or ``.`` and README files are
-    skipped too. A file named explicitly is always kept. Files passed over for not looking like
-    repros are appended to ``skipped``.
+    skipped too. Text files (``.md``, ``.txt``, ``.log``, ...) are taken when they hold an
+    embedded repro and passed over silently otherwise. A file named explicitly is always kept.
+    Code files passed over for not looking like repros are appended to ``skipped``.
     """
     found: list[Path] = []
     for path in map(Path, paths):
@@ -75,7 +120,7 @@ def discover(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> 
                 continue
             if looks_like_repro(candidate):
                 found.append(candidate)
-            elif skipped is not None:
+            elif skipped is not None and candidate.suffix.lower() not in TEXT_SUFFIXES:
                 skipped.append(candidate)
     return found
 
@@ -89,13 +134,21 @@ _SNIFF_BYTES = 1 << 20
 
 
 def looks_like_repro(path: Path) -> bool:
-    """Whether the file's text is a fusion: see ``discover``. Unreadable files are not."""
+    """Whether the file's text is a fusion, or holds one (a text file): see ``discover``.
+    Unreadable files are not."""
     try:
         with path.open("rb") as handle:
             text = handle.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return False
-    pattern = _PYTHON_REPRO if path.suffix.lower() == ".py" else _YAML_REPRO
+    suffix = path.suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        try:
+            extract_repro(text, path)
+        except InputError:
+            return False
+        return True
+    pattern = _PYTHON_REPRO if suffix == ".py" else _YAML_REPRO
     return pattern.search(text) is not None
 
 
@@ -109,6 +162,7 @@ __all__ = [
     "LoadedFusion",
     "convert_file",
     "discover",
+    "extract_repro",
     "load_path",
     "load_python",
     "load_yaml",

@@ -18,6 +18,7 @@ from pathlib import Path
 from fusecli.errors import InputError
 from fusecli.frontend.repro import definition_text, repro_script
 from fusecli.ir.nodes import TensorView
+from fusecli.load.embedded import TEXT_SUFFIXES
 from fusecli.load.inputs import InputSpec, TensorSpec, input_source, spec_for_value
 from fusecli.load.model import LoadedFusion
 from fusecli.runtime.bind import flatten_inputs
@@ -47,7 +48,7 @@ def to_yaml(loaded: LoadedFusion) -> str:
     return dump_document(loaded.name, definition, input_specs(loaded))
 
 
-def to_python(loaded: LoadedFusion, *, imports: bool = True) -> str:
+def to_python(loaded: LoadedFusion, *, imports: bool = True, device: str = "cuda:0") -> str:
     """A runnable repro in nvFuser's format whose inputs are exactly ``loaded``'s.
 
     ``imports=False`` leaves out the header and imports, for a second fusion in one script.
@@ -62,12 +63,12 @@ def to_python(loaded: LoadedFusion, *, imports: bool = True) -> str:
     script = repro_script(loaded.fd, None, header=header)
     if not imports:
         script = script[script.index("\ndef ") + 1 :]
-    lines = ["inputs = [", *(f"    {input_source(spec)}," for spec in specs), "]"]
+    lines = ["inputs = [", *(f"    {input_source(spec, device)}," for spec in specs), "]"]
     lines.append("fd.execute(inputs)")
     return script + "\n".join(lines) + "\n"
 
 
-def to_direct(loaded: LoadedFusion, *, imports: bool = True) -> str:
+def to_direct(loaded: LoadedFusion, *, imports: bool = True, device: str = "cuda:0") -> str:
     """``to_python``'s repro in the spelling of nvFuser's direct frontend (``nvfuser_direct``),
     which today's nvFuser runs.
 
@@ -77,7 +78,7 @@ def to_direct(loaded: LoadedFusion, *, imports: bool = True) -> str:
     execute becomes ``n`` scalar inputs (``fd.execute`` takes them flattened, as the
     converted inputs are).
     """
-    script = to_python(loaded, imports=imports)
+    script = to_python(loaded, imports=imports, device=device)
     script = script.replace(
         "from nvfuser import FusionDefinition, DataType",
         "from nvfuser_direct import FusionDefinition, DataType",
@@ -99,6 +100,29 @@ def to_direct(loaded: LoadedFusion, *, imports: bool = True) -> str:
     return "\n".join(lines)
 
 
+EXACT_LIMIT = 1 << 20  # elements of one input's storage written out exactly
+
+
+def exact_specs(loaded: LoadedFusion) -> tuple[InputSpec, ...]:
+    """Input specs that store every value (within ``EXACT_LIMIT``), for lossless repros."""
+    import torch
+
+    from fusecli.load.inputs import storage_span, storage_values, values_storable
+
+    specs = []
+    for index, (value, declared) in enumerate(zip(loaded.inputs, loaded.fusion.inputs)):
+        on_cpu = isinstance(declared, TensorView) and declared.is_cpu
+        if isinstance(value, torch.Tensor):
+            dtype = str(value.dtype).removeprefix("torch.")
+            shape, strides = tuple(value.shape), tuple(value.stride())
+            if storage_span(shape, strides) <= EXACT_LIMIT and values_storable(dtype):
+                specs.append(TensorSpec(dtype, shape, strides, values=storage_values(value),
+                                        on_cpu=on_cpu))
+                continue
+        specs.append(spec_for_value(value, index, on_cpu, loaded.where))
+    return tuple(specs)
+
+
 def format_of(path: Path) -> str | None:
     suffix = path.suffix.lower()
     return next((name for name, suffixes in FORMATS.items() if suffix in suffixes), None)
@@ -115,7 +139,8 @@ def convert(loaded: Sequence[LoadedFusion], to: str) -> str:
 def convert_file(
     src: str | Path, dst: str | Path | None = None, *, to: str | None = None, force: bool = False
 ) -> str:
-    """Convert the repro at ``src``; return the text, and write it to ``dst`` when given.
+    """Convert the repro at ``src`` (a script, YAML, or a text holding a repro); return the
+    text, and write it to ``dst`` when given.
 
     ``to`` is ``yaml``, ``python`` or ``direct`` (a Python repro for ``nvfuser_direct``); by
     default it follows ``dst``'s suffix, else it is the other format than ``src``'s. An existing
@@ -125,8 +150,14 @@ def convert_file(
 
     src = Path(src)
     source_format = format_of(src)
+    if source_format is None and (src.suffix.lower() in TEXT_SUFFIXES or not src.suffix):
+        source_format = "python"  # the repro inside an issue or a log (load.embedded)
     if source_format is None:
-        raise InputError("cannot convert this file: expected .py, .yaml or .yml", str(src))
+        raise InputError(
+            "cannot convert this file: expected .py, .yaml, .yml, or a text holding a repro "
+            f"({', '.join(TEXT_SUFFIXES)})",
+            str(src),
+        )
     target = _target_format(source_format, None if dst is None else Path(dst), to)
     if dst is not None and Path(dst).exists() and not force:
         raise InputError("the file exists; pass --force to replace it", str(dst))

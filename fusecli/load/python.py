@@ -166,6 +166,7 @@ def load_python(
     seed: int = 0,
     all_calls: bool = False,
     evaluate: bool = True,
+    source: str | None = None,
 ) -> list[LoadedFusion]:
     """Run the repro script at ``path``; one LoadedFusion per distinct ``fd.execute`` call.
 
@@ -176,13 +177,17 @@ def load_python(
     A script that makes no call but leaves ``fd`` and ``inputs`` defined gives those. Torch is
     seeded with ``seed`` first, so that random inputs are the same on every load. Errors in
     the script become InputError naming the script's line.
+
+    ``source``: the script's text when it is not the whole file (a repro taken from an issue or
+    a log, at the file's own line numbers); messages and lines still name ``path``.
     """
     path = Path(path)
     filename = str(path)
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the script: {exc}", filename) from None
+    if source is None:
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the script: {exc}", filename) from None
     try:
         tree = ast.parse(source, filename)
         code = compile(tree, filename, "exec")
