@@ -1,4 +1,8 @@
-import json, sys, collections, glob
+import collections
+import glob
+import json
+import sys
+
 c = collections.Counter(); errs = collections.defaultdict(list)
 for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     text = open(f).read()

@@ -11,11 +11,11 @@ cause read as one line.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import queue
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from fusecli.app.pipeline import (
     internal_error_outcome,
     skipped_notices,
 )
+from fusecli.app.worker import WorkerProcesses
 from fusecli.errors import InputError
 
 
@@ -57,7 +58,8 @@ def run_corpus(
     shard: tuple[int, int] | str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> RunReport:
-    """Run every fusion under ``paths`` (this shard of them) with ``jobs`` worker processes."""
+    """Run every fusion under ``paths`` (this shard of them), each file in a worker process of
+    its own, ``jobs`` at a time (see ``runs_in_process`` for the exceptions)."""
     from fusecli.app.pipeline import run_paths
     from fusecli.errors import FusecliError
     from fusecli.load import discover
@@ -72,87 +74,88 @@ def run_corpus(
     if not files:  # run_paths reports why, as one error outcome
         return run_paths(list(paths), options, progress)
     files = select_shard(files, shard)
-    if jobs <= 1 or len(files) <= 1:
+    if runs_in_process(options):
         report = run_paths(files, options, progress) if files else RunReport()
         report.notices[:0] = skipped_notices(skipped)
         return report
     report = RunReport(notices=skipped_notices(skipped))
-    devices = _gpu_count()
-    workers = min(jobs, len(files))
-    context = multiprocessing.get_context("spawn")  # no forked torch state in workers
-    slots = context.Queue()
-    for worker in range(workers):
-        slots.put(worker % devices if devices else None)
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_start_worker,
-        initargs=(slots, threads),
+    if files:
+        _run_in_workers(files, options, jobs, report, progress)
+    return report
+
+
+def runs_in_process(options: RunOptions) -> bool:
+    """Whether files run in this process instead of a worker each: with ``--debug`` (an error
+    raises with its traceback, a debugger can stop in the script), with an injected nvFuser
+    runner (a callable: tests), or with ``FUSECLI_IN_PROCESS=1`` (tests that patch fusecli's
+    functions). A script can then end or hang the whole run."""
+    return (
+        options.debug or options.nvfuser_runner is not None
+        or os.environ.get("FUSECLI_IN_PROCESS") == "1"
     )
+
+
+def _run_in_workers(
+    files: Sequence[Path],
+    options: RunOptions,
+    jobs: int,
+    report: RunReport,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Up to ``jobs`` workers at once, each pinned to one GPU (by slot) and its share of the
+    CPU threads; outcomes in file order whatever order the workers finish in."""
+    workers = min(jobs, len(files))
+    devices = _visible_gpus()
+    slots: queue.SimpleQueue[dict[str, str]] = queue.SimpleQueue()
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    for worker in range(workers):
+        env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
+        if devices:
+            env["CUDA_VISIBLE_DEVICES"] = devices[worker % len(devices)]
+        slots.put(env)
+    processes = WorkerProcesses()
+
+    def run_one(path: Path) -> list[FusionOutcome]:
+        env = slots.get()
+        try:
+            return processes.run_file(path, options, env)
+        finally:
+            slots.put(env)
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fusecli-worker")
     try:
-        futures = [pool.submit(_run_file, path, options) for path in files]
+        futures = [pool.submit(run_one, path) for path in files]
         for path, future in zip(files, futures):
             if progress:
                 progress(str(path))
             try:
                 report.fusions.extend(future.result())
-            except Exception as error:  # the worker died (a crash in native code, the OOM killer)
+            except Exception as error:  # starting the worker failed (no memory, no fds)
                 report.fusions.append(internal_error_outcome(str(path), path.stem, error))
     except KeyboardInterrupt as stop:
-        # Only the parent may have been signalled (timeout -s INT, a CI runner): stop the
-        # workers instead of waiting for them, and keep what finished.
+        # Ctrl-C or SIGTERM of this process: the workers, in sessions of their own, were not
+        # signalled. Kill them instead of waiting, and keep what finished.
         report.interrupted = str(stop) or "interrupted"
-        _stop_workers(pool)
+        processes.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
     else:
         pool.shutdown()
-    return report
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    workers = list(getattr(pool, "_processes", {}).values())  # no public handle on them
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in workers:
-        worker.terminate()
-    for worker in workers:
-        worker.join(timeout=5)
-
-
-def _gpu_count() -> int:
+def _visible_gpus() -> list[str]:
+    """The GPUs workers are pinned to, as CUDA_VISIBLE_DEVICES entries (this process's own
+    selection, if it has one)."""
     try:
         import torch
 
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception:
-        return 0
-
-
-def _start_worker(slots: multiprocessing.Queue, threads: int) -> None:
-    """Pin this worker to one GPU (before torch initializes CUDA) and its share of threads."""
-    device = slots.get()
-    if device is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-    import torch
-
-    torch.set_num_threads(threads)
-
-
-def _run_file(path: Path, options: RunOptions) -> list[FusionOutcome]:
-    from fusecli.app.pipeline import run_paths
-
-    return run_paths([path], options).fusions
+        return []
+    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return visible[:count] if visible else [str(index) for index in range(count)]
 
 
 # -- failure signatures --------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Cluster:
-    signature: str
-    members: list[str] = field(default_factory=list)  # "path: name"
-
-    @property
-    def count(self) -> int:
-        return len(self.members)
 
 
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+-]+)+")
@@ -171,13 +174,29 @@ def normalize_message(message: str) -> str:
 
 
 def failure_signature(outcome: FusionOutcome) -> str | None:
-    """What a failing fusion's failure looks like, with incidental detail removed."""
+    """What a failing fusion's failure looks like, with incidental detail removed: for an
+    error, its ``ErrorSignature.key`` (an nvFuser assert: its location and normalized words);
+    for a mismatch, the kinds of wrong outputs."""
     if outcome.status == "error":
-        return f"error: {normalize_message(outcome.error or '')}"
+        return error_failure_signature(outcome.error, outcome.detail)
     if outcome.status != "mismatch":
         return None
     kinds = sorted({_mismatch_kind(diff) for diff in outcome.outputs if not diff.ok})
     return "mismatch: " + ", ".join(kinds)
+
+
+def error_failure_signature(error: str | None, detail: str | None) -> str:
+    """The signature of an error from its one line and its detail. The detail (an engine's
+    whole error text, a traceback, a dead worker's last output) decides when it names an
+    assert, a CUDA error or an exception type; a dead worker's output is otherwise anything
+    the script printed, so the one line decides."""
+    from fusecli.engines.signature import error_signature
+
+    if detail:
+        detailed = error_signature(detail)
+        if detailed.kind != "error" or detailed.error_type != "Error":
+            return f"error: {detailed.key}"
+    return f"error: {error_signature(error or detail or '').key}"
 
 
 def _mismatch_kind(diff: object) -> str:
@@ -192,12 +211,55 @@ def _mismatch_kind(diff: object) -> str:
     return f"values in {diff.expected_dtype}"
 
 
+@dataclass(slots=True)
+class Cluster:
+    """Failing fusions of one signature. ``smallest``: the member to debug first (fewest ops
+    where its segments say, else the smallest file). ``attribution`` (``--engine nvfuser``):
+    ``nvfuser`` when a plain nvfuser_direct script of the smallest member fails the same way,
+    ``translation`` when it does not, with how it ran in ``plain``."""
+
+    signature: str
+    members: list[str] = field(default_factory=list)  # "path: name"
+    files: list[str] = field(default_factory=list)
+    smallest_outcome: FusionOutcome | None = field(default=None, repr=False)
+    attribution: str | None = None
+    plain: str | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+    @property
+    def smallest(self) -> str | None:
+        """The smallest member, as ``path: name``."""
+        outcome = self.smallest_outcome
+        return None if outcome is None else f"{outcome.path}: {outcome.name}"
+
+    def add(self, outcome: FusionOutcome) -> None:
+        self.members.append(f"{outcome.path}: {outcome.name}")
+        if outcome.path not in self.files:
+            self.files.append(outcome.path)
+        smallest = self.smallest_outcome
+        if smallest is None or fusion_size(outcome) < fusion_size(smallest):
+            self.smallest_outcome = outcome
+
+
+def fusion_size(outcome: FusionOutcome) -> tuple[int, int, int]:
+    """How large a failing fusion is, to order a cluster's members: its op count where its
+    segments give one (sorted first), else its file's size in bytes."""
+    ops = sum(len(segment.exprs) for segment in outcome.segments)
+    try:
+        size = os.path.getsize(outcome.path)
+    except OSError:
+        size = 0
+    return (0, ops, size) if ops else (1, 0, size)
+
+
 def cluster_failures(report: RunReport) -> list[Cluster]:
     """Failing fusions grouped by signature, the largest group first."""
     clusters: dict[str, Cluster] = {}
     for outcome in report.fusions:
         signature = failure_signature(outcome)
         if signature is not None:
-            cluster = clusters.setdefault(signature, Cluster(signature))
-            cluster.members.append(f"{outcome.path}: {outcome.name}")
+            clusters.setdefault(signature, Cluster(signature)).add(outcome)
     return sorted(clusters.values(), key=lambda c: (-c.count, c.signature))

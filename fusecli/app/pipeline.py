@@ -156,12 +156,17 @@ def skipped_notices(skipped: Sequence[Path]) -> list[str]:
     ]
 
 
-def run_file(path: Path, options: RunOptions) -> list[FusionOutcome]:
+def run_file(
+    path: Path, options: RunOptions, on_phase: Callable[[str], None] | None = None
+) -> list[FusionOutcome]:
     """Every fusion ``path`` defines, each as its outcome: one fusion's failure, a crash of
-    fusecli's included, is that fusion's error record and never ends the run."""
+    fusecli's included, is that fusion's error record and never ends the run. ``on_phase`` is
+    told when each phase that ``--timeout`` limits begins (the load, each fusion's run)."""
     from fusecli.load import load_path
 
+    phase = on_phase or (lambda where: None)
     try:
+        phase(str(path))
         with time_limit(options.timeout, str(path)):
             loaded = load_path(
                 path, device=options.device, seed=options.seed, all_calls=options.all_calls
@@ -180,6 +185,7 @@ def run_file(path: Path, options: RunOptions) -> list[FusionOutcome]:
     outcomes = []
     for fusion in loaded:
         try:
+            phase(f"{fusion.path}: {fusion.name}")
             with time_limit(options.timeout, f"{fusion.path}: {fusion.name}"):
                 outcomes.append(run_loaded(fusion, options))
         except FusecliError as error:  # the time limit, or an error outside run_loaded's guard

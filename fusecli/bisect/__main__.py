@@ -32,6 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--atol", type=float, default=None)
     parser.add_argument("--tolerance", choices=["analytic", "loose"], default="analytic")
     parser.add_argument("--no-tiebreak", action="store_true")
+    parser.add_argument("--engine", choices=["fusecli", "nvfuser"], default="fusecli",
+                        help="the engine under test (nvfuser: real nvFuser, nvfuser_direct)")
+    parser.add_argument("--log-to", default=None,
+                        help="write the engine's segmentation log to this file")
     return parser
 
 
@@ -42,6 +46,10 @@ def _say(prefix: str, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.engine == "nvfuser" and "torch" not in sys.modules:
+        import os  # nvFuser's wheel needs torch's symbols global: before torch loads
+
+        sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)
     from fusecli.app.pipeline import RunOptions
     from fusecli.bisect.check import Verdict, evaluate, load_verdict
     from fusecli.bisect.questions import load_source
@@ -49,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     options = RunOptions(
         executor=args.executor, device=args.device, seed=args.seed, rtol=args.rtol,
         atol=args.atol, float64_tiebreak=not args.no_tiebreak, rules=args.rules,
-        tolerance=args.tolerance,
+        tolerance=args.tolerance, engine=args.engine,
     )
     _say(PHASE, "load")
     try:
@@ -66,9 +74,23 @@ def main(argv: list[str] | None = None) -> int:
     _say(PHASE, "execute")
     from dataclasses import replace
 
+    if args.log_to:
+        _save_log(fusions[args.index], options, args.log_to)
     verdict = evaluate(fusions[args.index], options, args.segments)
     _say(VERDICT, replace(verdict, fusions=len(fusions)).to_json())
     return {"pass": 0, "invalid": 2, "environment": 4}.get(verdict.status, 1)
+
+
+def _save_log(loaded, options, target: str) -> None:
+    """The engine's segmentation of the fusion, as its own log text, for the asker."""
+    from pathlib import Path
+
+    from fusecli.engines.base import get_engine
+
+    segmentation = get_engine(options.engine).segment(loaded, options)
+    text = segmentation.text or "\n".join(
+        f"group {s.id}: {s.scheduler}: {' '.join(s.exprs)}" for s in segmentation.segments)
+    Path(target).write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,10 @@ class Verdict:
     phase: str = ""  # load, execute: where a crash, a hang or a death happened
     seconds: float = 0.0
     fusions: int = 1  # how many fusions the file holds (for the first question about a file)
+    key: str | None = None  # an engine error's signature (fusecli.engines.signature)
+    location: str | None = None  # an nvFuser assert's source location
+    detail: str = ""  # the engine's whole error text, for reports
+    group: int | None = None  # nvFuser's "Error from segmentation group N"
 
     @property
     def failed(self) -> bool:
@@ -58,6 +62,8 @@ class Verdict:
             return self.status
         if self.status == "died":  # what a dying interpreter prints last varies; the cause not
             return f"died: {self.error_type}"
+        if self.key is not None:
+            return f"{self.status}: {self.key}"
         parts = [self.status, self.error_type or "", normalize_message(self.message)]
         return ": ".join(p for p in parts if p)
 
@@ -104,15 +110,22 @@ def load_verdict(error: BaseException) -> Verdict:
 
 
 def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> Verdict:
-    """Run ``loaded`` (a LoadedFusion) as the oracle question with the given plan."""
+    """Run ``loaded`` (a LoadedFusion) as the oracle question with the given plan: on fusecli's
+    pipeline (``segments``: how many run under test), or on another engine, all of it."""
     from fusecli.reference import ReferenceInputError, run_reference
 
     started = time.perf_counter()
     fusion, inputs = loaded.fusion, loaded.inputs
-    try:
-        actual = run_under_test(fusion, clone_inputs(inputs), options, segments)
-    except Exception as error:  # a crash of the executor under test, whatever it raised
-        return _timed(error_verdict(error, "execute"), started)
+    if options.engine != "fusecli":
+        run = _engine_run(loaded, options)
+        if run.error is not None or run.outputs is None:
+            return _timed(engine_verdict(run), started)
+        actual, inputs = run.outputs, run.inputs
+    else:
+        try:
+            actual = run_under_test(fusion, clone_inputs(inputs), options, segments)
+        except Exception as error:  # a crash of the executor under test, whatever it raised
+            return _timed(error_verdict(error, "execute"), started)
     try:
         eager_inputs = reference_inputs(fusion, inputs)
         expected = run_reference(fusion, eager_inputs, seed=options.seed).outputs
@@ -128,6 +141,26 @@ def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> V
     if failing:
         return _timed(Verdict("mismatch", message="; ".join(failing)), started)
     return _timed(Verdict("pass"), started)
+
+
+def _engine_run(loaded: Any, options: RunOptions) -> Any:
+    from fusecli.engines.base import get_engine
+
+    engine = get_engine(options.engine, options.nvfuser_runner)
+    engine.check()
+    return engine.execute(loaded, options)
+
+
+def engine_verdict(run: Any) -> Verdict:
+    """An engine's error as a crash verdict carrying its signature."""
+    signature = run.signature
+    if signature is None:
+        return Verdict("crash", None, "the engine returned no outputs", "execute")
+    return Verdict(
+        "crash", signature.error_type, signature.headline(), "execute", key=signature.key,
+        location=signature.location, detail=(run.error_text or run.error or "")[:4000],
+        group=signature.group,
+    )
 
 
 def _timed(verdict: Verdict, started: float) -> Verdict:

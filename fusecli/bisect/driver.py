@@ -62,7 +62,8 @@ def bisect_path(
     )
     tracker.update("reproduce", str(path))
     index, first = _reproduce(path, oracle, options)
-    report = BisectReport(str(path), path.stem, False, first.verdict, output_dir=out_dir)
+    report = BisectReport(str(path), path.stem, False, first.verdict, output_dir=out_dir,
+                          engine=options.run.engine)
     try:
         _localize(path, index, first, oracle, tracker, options, report)
     finally:
@@ -134,7 +135,20 @@ def _localize(
     if not oracle.isolate:
         base = Question(loaded=loaded)
     start = slicer.everything() if slicer else None
-    if options.mode in ("all", "segments"):
+    engine = options.run.engine != "fusecli"
+    if engine and options.mode in ("all", "segments"):
+        from fusecli.bisect.engine_bisect import find_engine_segment
+
+        finding, report.engine_segments, selection = find_engine_segment(
+            loaded, path, index, report.original, slicer, oracle, tracker,
+            report.output_dir, header,
+        )
+        report.segments = finding
+        if report.engine_segments.note:
+            report.notes.append(report.engine_segments.note)
+        if selection is not None:
+            start = selection
+    elif options.mode in ("all", "segments"):
         try:
             finding, replays, selection = find_segment(
                 loaded, base, Question(path=path, index=index), slicer, oracle, tracker,
@@ -192,6 +206,9 @@ def _write_minimized(
     header = repro_header(report.path, what, report.target, report.original, options.run)
     out_dir = report.output_dir
     named = replace(piece.loaded, name=f"{loaded.name}_minimized")
+    if options.run.engine != "fusecli":
+        return _write_engine_minimized(loaded, named, result, oracle, tracker, report, options,
+                                       header)
     py_path, yaml_path = write_repro(named, out_dir, "minimized", header)
     tracker.update("verify", f"{py_path.name} in a fresh interpreter")
     asked = time.perf_counter()
@@ -212,6 +229,74 @@ def _write_minimized(
         verification=answer.verdict.summary(), queries=result.queries + 1,
         seconds=result.seconds + verify_seconds, steps=result.steps,
     )
+
+
+def _write_engine_minimized(
+    loaded: Any,
+    named: Any,
+    result: Any,
+    oracle: Oracle,
+    tracker: Tracker,
+    report: BisectReport,
+    options: BisectOptions,
+    header: list[str],
+) -> Minimized:
+    """The minimized fusion as a plain nvFuser script (``minimized.py``, no fusecli import),
+    checked by running it alone; YAML; and ``report.md``."""
+    from fusecli.bisect import engine_bisect as eb
+    from fusecli.bisect.repro import write_repro
+    from fusecli.engines.nvfuser_log import parse_log
+
+    out_dir = report.output_dir
+    check = None
+    if report.target is not None and report.target.kind == "accuracy":
+        check = eb.expected_outputs(named, options.run)
+    py_path = eb.write_plain_repro(named, out_dir / "minimized.py", header, check)
+    _, yaml_path = write_repro(named, out_dir, "minimized_fusecli", header)
+    final_yaml = out_dir / "minimized.yaml"
+    yaml_path.replace(final_yaml)
+    (out_dir / "minimized_fusecli.py").unlink(missing_ok=True)
+    tracker.update("verify", "python minimized.py, alone")
+    asked = time.perf_counter()
+    plain = eb.run_plain(py_path, options.timeout)
+    verified = eb.plain_matches(plain, report.target, report.original)
+    report.replays["minimize: the minimized repro, plain nvFuser"] = f"python {py_path}"
+    tracker.update("report", "nvFuser's segmentation of the minimized fusion")
+    segments = parse_log(eb.engine_log(final_yaml, 0, oracle)).segments
+    findings = eb.EngineFindings(
+        versions=eb.versions(), original_ops=len(loaded.fusion.tensor_exprs()),
+        original_bytes=eb.input_bytes(loaded.inputs),
+        minimized_bytes=eb.input_bytes(named.inputs), plain=plain,
+        segments=getattr(report, "engine_segments", None),
+        minimized_segments=[(s.id, s.scheduler, s.ops) for s in segments],
+        fusecli_verdict=eb.fusecli_opinion(named, options.run),
+        other_failures=_write_others(result, out_dir, header),
+    )
+    minimized = Minimized(
+        ops_before=len(loaded.fusion.tensor_exprs()), ops=result.piece.ops,
+        inputs_before=len(loaded.fusion.inputs), inputs=[_describe(v) for v in named.inputs],
+        outputs_before=len(loaded.fusion.outputs), outputs=len(result.piece.outputs),
+        repro_py=py_path, repro_yaml=final_yaml, verified=verified,
+        verification=f"python minimized.py: {plain.status}"
+        + (f" ({plain.key})" if plain.key else ""),
+        queries=result.queries, seconds=result.seconds + time.perf_counter() - asked,
+        steps=result.steps,
+    )
+    report.minimized = minimized
+    report.report_md = eb.write_report(report, findings, out_dir / "report.md")
+    return minimized
+
+
+def _write_others(result: Any, out_dir: Path, header: list[str]) -> dict[str, tuple[int, str]]:
+    """Each other failure met while minimizing, its smallest fusion as a plain repro."""
+    from fusecli.bisect.engine_bisect import write_plain_repro
+
+    written = {}
+    for number, (signature, piece) in enumerate(sorted(result.others.items()), 1):
+        path = write_plain_repro(piece.loaded, out_dir / "other" / f"other_{number}.py",
+                                 [*header[:1], f"another failure, not chased: {signature}"])
+        written[signature] = (len(piece.ops), str(path.relative_to(out_dir)))
+    return written
 
 
 def _describe(value: object) -> str:

@@ -33,6 +33,7 @@ class Minimization:
     last_passing: Piece | None = None  # the smallest candidate seen to pass, for replay
     queries: int = 0
     seconds: float = 0.0
+    others: dict = field(default_factory=dict)  # another failure's signature -> smallest Piece
 
 
 class Prober:
@@ -49,6 +50,7 @@ class Prober:
         self.steps: list[Step] = []
         self.flaky: str | None = None
         self.last_passing: Piece | None = None
+        self.others: dict[str, Piece] = {}  # failures that are not the target: other bugs
 
     def fails(self, selections: list[Selection], phase: str, labels: list[str]) -> list[bool]:
         results: list[bool | None] = [self.known.get(s) for s in selections]
@@ -70,7 +72,10 @@ class Prober:
                                    answer.verdict.summary(), len(piece.ops)))
             if not answer.failing:
                 results[index] = self.known[selections[index]] = False
-                self._passed(piece)
+                if answer.verdict.failed:  # a different failure: another bug, kept aside
+                    self._other(answer.verdict.signature, piece)
+                else:
+                    self._passed(piece)
         for index, answer in zip(todo, answers):
             if answer.failing and all(results[i] is not True for i in range(index)):
                 results[index] = self._verify(selections[index], pieces[index], phase)
@@ -93,6 +98,11 @@ class Prober:
                 "(try --repeat N)"
             )
         return again.failing
+
+    def _other(self, signature: str, piece: Piece) -> None:
+        known = self.others.get(signature)
+        if known is None or len(piece.ops) < len(known.ops):
+            self.others[signature] = piece
 
     def _passed(self, piece: Piece) -> None:
         if self.last_passing is None or len(piece.ops) <= len(self.last_passing.ops):
@@ -137,7 +147,7 @@ def minimize(
             pass
     return Minimization(
         selection, slicer.build(selection), prober.steps, prober.flaky, prober.last_passing,
-        oracle.queries - asked, time.perf_counter() - started,
+        oracle.queries - asked, time.perf_counter() - started, others=prober.others,
     )
 
 

@@ -103,7 +103,10 @@ class Oracle:
         self.options = options
         self.workdir = Path(workdir)
         self.isolate = isolate
-        self.zygotes = zygotes(max(1, jobs)) if fork and can_fork() else None
+        # Another engine (real nvFuser) loads native libraries that must see torch's symbols
+        # globally and keeps threads: a new interpreter per question, never a fork
+        forkable = fork and can_fork() and options.engine == "fusecli"
+        self.zygotes = zygotes(max(1, jobs)) if forkable else None
         self.timeout = timeout
         self.repeat = max(1, repeat)
         self.jobs = max(1, jobs)

@@ -112,6 +112,8 @@ def child_command(source: Path, question: Question, options: RunOptions) -> list
         argv += ["--tolerance", options.tolerance]
     if not options.float64_tiebreak:
         argv.append("--no-tiebreak")
+    if options.engine != "fusecli":
+        argv += ["--engine", options.engine]
     return argv
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Target
@@ -127,6 +128,10 @@ class BisectReport:
     output_dir: Path | None = None
     replays: dict[str, str] = field(default_factory=dict)  # "last good" / "first bad" -> cmd
     notes: list[str] = field(default_factory=list)
+    engine: str = "fusecli"  # the engine under test
+    engine_segments: Any = None  # another engine's own segments (engine_bisect.EngineSegments)
+    report_md: Path | None = None  # the bug report, for another engine's failure
+    other_failures: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:

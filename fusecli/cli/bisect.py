@@ -52,11 +52,17 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
               help="Start each question's interpreter from scratch (about 1.5 s each) "
               "instead of forking it from a preloaded one.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--engine", type=click.Choice(["fusecli", "nvfuser"]), default="fusecli",
+              show_default=True,
+              help="The engine under test: fusecli's pipeline, or real nvFuser (nvfuser_direct "
+              "importable; fusecli's reference is then the oracle, and the output folder gets a "
+              "plain-nvFuser minimized.py and a report.md to file).")
 @execution_options
 @guarded
 def bisect(paths, git_range, repo, oracle_command, build_command, kind, check_str, timeout,
            repeat, jobs, mode, no_shrink, max_queries, output_dir, force, in_process, no_fork,
-           as_json, executor, device, rules, seed, rtol, atol, tolerance, no_tiebreak) -> int:
+           as_json, engine, executor, device, rules, seed, rtol, atol, tolerance,
+           no_tiebreak) -> int:
     """Localize a failure: the first diverging segment, then the smallest repro that fails.
 
     Every question runs in a process of its own with a timeout (forked from a preloaded
@@ -103,8 +109,12 @@ def bisect(paths, git_range, repo, oracle_command, build_command, kind, check_st
     debug = debug_enabled()
     run_options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
-        float64_tiebreak=not no_tiebreak, tolerance=tolerance, debug=debug,
+        float64_tiebreak=not no_tiebreak, tolerance=tolerance, debug=debug, engine=engine,
     )
+    if engine != "fusecli" and git_range is None:
+        from fusecli.app.engines import resolve_engine
+
+        resolve_engine(engine)  # exit 4 now, without nvFuser, not after the first question
     options = BisectOptions(
         run=run_options, kind=kind, check_str=check_str, timeout=timeout, repeat=repeat,
         jobs=jobs, isolate=not in_process, fork=not no_fork, mode=mode, shrink=not no_shrink,

@@ -269,14 +269,20 @@ def printed_op(text: str) -> str:
 
 
 def _segments(dump: str) -> list[NvfuserSegment]:
-    if "group details:" not in dump:
+    # nvFuser lists the groups, then their details; fusecli's own dump (its --format nvfuser,
+    # and the test stand-in) has the detailed groups only
+    marker = "group details:" if "group details:" in dump else "groups:"
+    if marker not in dump:
         return []
-    details = dump.split("group details:", 1)[1].split("} //Segmented_Fusion", 1)[0]
+    details = dump.split(marker, 1)[1].split("} //Segmented_Fusion", 1)[0]
+    if marker == "groups:":
+        details = details.split("\nedges:", 1)[0]
     segments = []
     for block in details.split("g{(")[1:]:
         scheduler, body = block.split(")", 1)
         group_id = re.search(r"group id: (\d+)", body)
-        header, _, expr_part = body.partition("\n\n\n")
+        gap = "\n\n\n" if "\n\n\n" in body else "\n\n"
+        header, _, expr_part = body.partition(gap)
         inputs = _listed(header, "inputs:", "outputs:")
         outputs = _listed(header, "outputs:", None)
         expr_lines = [line for line in expr_part.splitlines() if line.strip() != "}"]

@@ -1,0 +1,98 @@
+"""Whose bug a failure under real nvFuser is: nvFuser's, or fusecli's translation of the fusion.
+
+``--engine nvfuser`` runs a repro through nvFuser after rewriting it for ``nvfuser_direct``, so a
+failure can come from nvFuser or from that rewrite. The question is asked the C-Reduce way: the
+fusion, written as a plain nvfuser_direct script with no fusecli import
+(``fusecli.engines.nvfuser.direct_script``), runs with this Python in a fresh process. When it
+fails with the same signature, nvFuser fails that way through its own API: ``nvfuser``.
+Otherwise (it passes, or fails another way) the failure came from the translation:
+``translation``, with how the plain script ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from fusecli.app.corpus import Cluster, error_failure_signature
+from fusecli.app.pipeline import RunOptions
+from fusecli.app.worker import WorkerProcesses, death_message, timeout_message
+from fusecli.errors import FusecliError, PipelineError
+
+NVFUSER, TRANSLATION = "nvfuser", "translation"
+PASSES = "passes"
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    verdict: str  # NVFUSER or TRANSLATION
+    plain: str  # how the plain script ran: PASSES, or its failure's signature
+
+
+def plain_signature(script: str, timeout: float | None) -> str | None:
+    """Run ``script`` with this Python in a fresh process (in a session of its own, killed
+    with what it started at ``timeout``); None when it passes, else its failure's signature,
+    made as a corpus run makes a failing fusion's."""
+    with tempfile.TemporaryDirectory(prefix="fusecli-plain-") as folder:
+        path = Path(folder) / "plain.py"
+        path.write_text(script, encoding="utf-8")
+        process = subprocess.Popen(
+            [sys.executable, str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True, cwd=folder,
+        )
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return error_failure_signature(timeout_message(timeout or 0), None)
+    if process.returncode == 0:
+        return None
+    text = output.decode("utf-8", "replace")
+    return error_failure_signature(death_message(process.returncode), text)
+
+
+def attribute_script(script: str, signature: str, timeout: float | None) -> Attribution:
+    """``nvfuser`` when the plain script fails with ``signature``, else ``translation``."""
+    plain = plain_signature(script, timeout)
+    verdict = NVFUSER if plain == signature else TRANSLATION
+    return Attribution(verdict, plain or PASSES)
+
+
+def attribute_cluster(
+    cluster: Cluster, options: RunOptions, workers: WorkerProcesses | None = None
+) -> Attribution:
+    """The attribution of a cluster of nvFuser failures, asked of its smallest member; sets
+    the cluster's ``attribution`` and ``plain``. PipelineError when the member cannot be
+    written as a plain script (loading it, in a worker, failed)."""
+    outcome = cluster.smallest_outcome
+    if outcome is None:
+        raise PipelineError(f"the cluster {cluster.signature!r} has no members")
+    workers = workers if workers is not None else WorkerProcesses()
+    script = workers.direct_script(Path(outcome.path), outcome.name, options)
+    attribution = attribute_script(script, cluster.signature, options.timeout)
+    cluster.attribution, cluster.plain = attribution.verdict, attribution.plain
+    return attribution
+
+
+def attribute_clusters(clusters: list[Cluster], options: RunOptions) -> None:
+    """``--engine nvfuser``: attribute each cluster of pipeline failures (exit 3: nvFuser's
+    errors and crashes, not bad input); with fusecli's engine there is nothing to attribute."""
+    if options.engine == "fusecli":
+        return
+    workers = WorkerProcesses()
+    for cluster in clusters:
+        outcome = cluster.smallest_outcome
+        if outcome is None or outcome.status != "error" or outcome.exit_code != 3:
+            continue
+        try:
+            attribute_cluster(cluster, options, workers)
+        except FusecliError as error:
+            cluster.plain = str(error)

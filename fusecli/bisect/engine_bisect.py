@@ -1,0 +1,432 @@
+"""Bisecting another engine's failure (real nvFuser): its segments, plain repros, the bug report.
+
+With ``--engine nvfuser`` the system under test is nvFuser and fusecli is the oracle: every
+question runs the fusion through ``nvfuser_direct`` in a new interpreter (a CUDA error poisons a
+process; nvFuser's caches must not carry over), and fusecli's reference and error bounds judge
+its outputs. What differs from bisecting fusecli's own pipeline:
+
+- **Segments are nvFuser's.** Its segmenter log (``NVFUSER_DUMP=segmented_fusion``) says how it
+  cut the fusion. Where its segments match fusecli's model of them scheduler for scheduler,
+  each segment is cut out of the fusion as a standalone fusion (fed with the reference's values
+  of its inputs) and asked alone, the group named by the error first ("Error from segmentation
+  group 8"); the first that fails alone is the culprit and minimization starts from it. Where
+  they differ, the report shows nvFuser's segments and minimization starts from everything.
+- **Repros are plain nvFuser.** ``minimized.py`` imports ``nvfuser_direct`` and nothing of
+  fusecli; it is checked by running ``python minimized.py`` alone, which must fail with the same
+  signature (for a wrong result the script itself checks its outputs against values and error
+  bounds fusecli computed, and raises).
+- **A bug report**: ``report.md``, ready to file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fusecli.bisect.check import Verdict
+from fusecli.bisect.oracle import Oracle, Target
+from fusecli.bisect.questions import Question, child_command
+from fusecli.bisect.results import SegmentFinding, Step, Tracker
+from fusecli.bisect.selection import BuildError, Selection, Slicer
+
+CHECK_LIMIT = 1 << 16  # elements of an output a plain repro checks against stored values
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def comment_safe(text: str) -> str:
+    """One line of ``text`` that cannot leave a ``#`` comment: no newline, CR or control."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+# -- plain repros ----------------------------------------------------------------------------------
+
+
+def write_plain_repro(
+    loaded: Any, path: Path, header: list[str], check: Any = None
+) -> Path:
+    """``loaded`` as a plain nvfuser_direct script at ``path``: fusecli's header, the definition,
+    exact inputs, ``fd.execute``; with ``check`` (expected values and bounds per output), code
+    that raises AssertionError when an output leaves its bound."""
+    from fusecli.engines.nvfuser import direct_script
+
+    lines = [f"# {comment_safe(line)}" for line in header]
+    lines.append(f"# run it: python {comment_safe(path.name)}   (real nvFuser; no fusecli needed)")
+    script = direct_script(loaded)
+    body = script.replace("\nfd.execute(inputs)", "\noutputs = fd.execute(inputs)")
+    if check:
+        body += "\n" + _check_source(check)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n" + body.rstrip() + "\n", encoding="utf-8")
+    return path
+
+
+def expected_outputs(loaded: Any, options: Any) -> list[tuple[int, Any, Any]] | None:
+    """(index, float64 value, error bound) of each output fusecli's reference bounds, for a
+    plain repro's own check; None when the reference cannot bound them."""
+    from fusecli.app.judge import float64_reference
+
+    try:
+        precise, bounds = float64_reference(loaded.fusion, loaded.inputs, options, None)
+    except Exception:
+        return None
+    if precise is None or bounds is None:
+        return None
+    checks = []
+    for index, (value, bound) in enumerate(zip(precise, bounds)):
+        if getattr(value, "numel", lambda: CHECK_LIMIT + 1)() > CHECK_LIMIT or bound is None:
+            continue
+        checks.append((index, value, bound))
+    return checks or None
+
+
+def _check_source(checks: list[tuple[int, Any, Any]]) -> str:
+    import torch
+
+    lines = [
+        "",
+        "# fusecli's float64 reference of each output, with the error bound the fusion's own",
+        "# roundings allow (fusecli/reference/bounds.py); nvFuser's output must stay inside it",
+        "def _check(index, expected, bound):",
+        "    got = outputs[index].detach().to('cpu', torch.float64)",
+        "    bad = ~((got - expected).abs() <= bound) & ~(got.isnan() & expected.isnan())",
+        "    bad &= ~((got == expected) & got.isinf())",
+        "    if bad.any():",
+        "        where = bad.nonzero()[0].tolist()",
+        "        raise AssertionError(",
+        "            f'output {index}: {int(bad.sum())} of {bad.numel()} elements outside the '",
+        "            f'error bound; at {where}: got {got[tuple(where)].item()!r}, expected '",
+        "            f'{expected[tuple(where)].item()!r} +- {bound[tuple(where)].item():.3g}')",
+        "",
+    ]
+    for index, value, bound in checks:
+        value = value.detach().to("cpu", torch.float64)
+        bound = torch.as_tensor(bound).detach().to("cpu", torch.float64).expand(value.shape)
+        lines.append(f"_check({index}, {_tensor_literal(value)}, {_tensor_literal(bound)})")
+    lines.append("print('outputs within fusecli\\'s error bounds')")
+    return "\n".join(lines) + "\n"
+
+
+def _tensor_literal(tensor: Any) -> str:
+    from fusecli.load.distributions import python_number
+
+    flat = tensor.contiguous().reshape(-1).tolist()
+    values = ", ".join(python_number(float(v)) for v in flat)
+    return f"torch.tensor([{values}], dtype=torch.float64).reshape({tuple(tensor.shape)!r})"
+
+
+@dataclass(slots=True)
+class PlainRun:
+    status: str  # pass, crash, hang, died
+    key: str | None  # the error's signature, when it raised
+    text: str  # what it printed on stderr (the end)
+    seconds: float
+
+
+def run_plain(path: Path, timeout: float) -> PlainRun:
+    """``python PATH`` in a new interpreter, in the script's folder, fusecli nowhere imported by
+    it; what became of it."""
+    from fusecli.engines.signature import error_signature
+
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, path.name], cwd=path.parent, capture_output=True, text=True,
+            timeout=timeout, start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return PlainRun("hang", None, f"no answer within {timeout:g}s", timeout)
+    seconds = time.perf_counter() - started
+    if done.returncode == 0:
+        return PlainRun("pass", None, done.stderr[-4000:], seconds)
+    if done.returncode < 0:
+        return PlainRun("died", f"died: signal {-done.returncode}", done.stderr[-4000:], seconds)
+    return PlainRun("crash", error_signature(done.stderr).key, done.stderr[-8000:], seconds)
+
+
+def plain_matches(plain: PlainRun, target: Target, original: Verdict) -> bool:
+    """Whether a plain script's run shows the failure being chased."""
+    if plain.status == "pass":
+        return False
+    if target.kind == "hang":
+        return plain.status == "hang"
+    if target.kind == "accuracy":
+        return plain.status == "crash" and "AssertionError" in (plain.key or "")
+    if target.check_str is not None:
+        return target.check_str in plain.text
+    if target.kind == "any":
+        return True
+    if original.status == "died":
+        return plain.status == "died"
+    return original.key is not None and plain.key == original.key
+
+
+# -- nvFuser's own segments ------------------------------------------------------------------------
+
+
+def engine_log(path: Path, index: int, oracle: Oracle) -> str:
+    """The engine's segmenter log of the fusion at ``path``, from a new interpreter."""
+    with tempfile.NamedTemporaryFile("r", suffix=".log", delete=False) as handle:
+        target = Path(handle.name)
+    try:
+        command = child_command(path, Question(path=path, index=index), oracle.options)
+        try:
+            subprocess.run([*command, "--log-to", str(target)], capture_output=True,
+                           timeout=oracle.timeout, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return ""
+        return target.read_text(encoding="utf-8", errors="replace")
+    finally:
+        target.unlink(missing_ok=True)
+
+
+@dataclass(slots=True)
+class EngineSegments:
+    """nvFuser's segmentation of the fusion, and how it lines up with fusecli's model."""
+
+    segments: list[tuple[int, str, tuple[str, ...]]] = field(default_factory=list)
+    agrees: bool = False
+    note: str = ""
+
+
+def find_engine_segment(
+    loaded: Any,
+    path: Path,
+    index: int,
+    original: Verdict,
+    slicer: Slicer | None,
+    oracle: Oracle,
+    tracker: Tracker,
+    out_dir: Path,
+    header: list[str],
+) -> tuple[SegmentFinding | None, EngineSegments, Selection | None]:
+    """nvFuser's segment that fails alone, its plain repro, and its selection (to minimize
+    from); (None, what is known, None) when its segments cannot be cut out of the fusion."""
+    from fusecli.bisect.segments import segment_selection
+    from fusecli.engines.compare import compare_engines, fusecli_segments, nvfuser_segments
+    from fusecli.engines.nvfuser_log import parse_log
+    from fusecli.segment.segmenter import segment_fusion
+
+    started, asked = time.perf_counter(), oracle.queries
+    tracker.update("segments", "nvFuser's segmenter log")
+    parsed = parse_log(engine_log(path, index, oracle))
+    known = EngineSegments([(s.id, s.scheduler, s.ops) for s in parsed.segments])
+    if not parsed.segments:
+        known.note = ("nvFuser printed no final segments (it failed before segmenting, or in "
+                      "its segmenter)")
+        return None, known, None
+    try:
+        ours = segment_fusion(loaded.fusion, loaded.inputs, profile=oracle.options.rules)
+    except Exception as error:  # fusecli's model is a guide here, not the system under test
+        known.note = f"fusecli's segmenter raised {type(error).__name__}: {error}"
+        return None, known, None
+    comparison = compare_engines(fusecli_segments(ours), nvfuser_segments(parsed), {})
+    known.agrees = comparison.agree
+    if not comparison.agree or slicer is None or ours.failure is not None:
+        known.note = (
+            "nvFuser's segments differ from fusecli's model of them "
+            f"({comparison.verdict()}): they cannot be cut out one by one; minimizing the whole "
+            "fusion" if not comparison.agree else "the segments cannot be cut out here"
+        )
+        return None, known, None
+    order = list(range(len(ours.segments)))
+    named = [i for i, s in enumerate(parsed.segments) if s.id == original.group]
+    if named:  # the group the error names goes first
+        order.remove(named[0])
+        order.insert(0, named[0])
+    steps: list[Step] = []
+    for position in order:
+        segment = ours.segments[position]
+        selection = segment_selection(segment, loaded.fusion)
+        if selection is None:
+            continue
+        try:
+            piece = slicer.build(selection, name=f"{loaded.name}_segment{position}")
+        except BuildError:
+            continue
+        nv_id, scheduler, ops = known.segments[position]
+        tracker.update("segments", f"nvFuser segment group {nv_id} ({scheduler}) alone")
+        answer = oracle.ask(Question(loaded=piece.loaded))
+        steps.append(Step("segments", f"group {nv_id} ({scheduler}) alone", answer.failing,
+                          answer.verdict.summary(), len(piece.ops)))
+        if not answer.failing:
+            continue
+        repro = write_plain_repro(
+            piece.loaded, out_dir / f"segment_{position}.py",
+            [*header, f"nvFuser's segment group {nv_id} ({scheduler}) alone"],
+        )
+        finding = SegmentFinding(
+            index=position, count=len(parsed.segments), scheduler=scheduler, ops=list(ops),
+            decisions=[], ir="", kernel_source=None,
+            kernel_note=f"nvFuser's segment group {nv_id}, run alone through nvFuser",
+            repro=repro, fails_alone=True, steps=steps,
+            queries=oracle.queries - asked, seconds=time.perf_counter() - started,
+        )
+        return finding, known, piece.selection
+    known.note = "no segment of nvFuser's fails alone: the failure needs several segments"
+    return None, known, None
+
+
+# -- versions and the report -----------------------------------------------------------------------
+
+
+_PROBE = """
+import os, sys, json
+sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)
+import torch
+found = {"torch": torch.__version__, "cuda": torch.version.cuda,
+         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none"}
+try:
+    import nvfuser_direct
+    found["nvfuser"] = getattr(nvfuser_direct, "__version__", "unknown")
+except Exception as error:
+    found["nvfuser"] = f"not importable ({type(error).__name__})"
+print(json.dumps(found))
+"""
+
+
+def versions(timeout: float = 120.0) -> dict[str, str]:
+    """nvFuser's, torch's and CUDA's versions and the GPU, asked in a new interpreter."""
+    import platform
+
+    from fusecli import __version__
+
+    found = {"fusecli": __version__, "python": platform.python_version()}
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                              timeout=timeout)
+        found.update(json.loads(done.stdout.strip().splitlines()[-1]))
+    except Exception as error:  # the report says what could not be asked
+        found["probe"] = f"failed: {type(error).__name__}"
+    return found
+
+
+def input_bytes(inputs: Any) -> int:
+    total = 0
+    for value in inputs:
+        nbytes = getattr(value, "nbytes", None)
+        total += int(nbytes) if nbytes is not None else 0
+    return total
+
+
+@dataclass(slots=True)
+class EngineFindings:
+    """What ``report.md`` needs beyond the BisectReport."""
+
+    versions: dict[str, str]
+    original_ops: int
+    original_bytes: int
+    minimized_bytes: int
+    plain: PlainRun | None
+    segments: EngineSegments | None
+    minimized_segments: list[tuple[int, str, tuple[str, ...]]]
+    fusecli_verdict: str
+    other_failures: dict[str, tuple[int, str]]  # signature -> (ops, repro path)
+
+
+def write_report(report: Any, findings: EngineFindings, path: Path) -> Path:
+    """``report.md``: a bug report for nvFuser, ready to file."""
+    original = report.original
+    minimized = report.minimized
+    title = original.summary() if original is not None else "nvFuser failure"
+    if original is not None and original.key:
+        title = original.message
+    out = [f"# {title[:200]}", ""]
+    v = findings.versions
+    out += [
+        "## Environment",
+        "",
+        f"- nvFuser: {v.get('nvfuser', '?')}",
+        f"- torch: {v.get('torch', '?')}, CUDA {v.get('cuda', '?')}",
+        f"- GPU: {v.get('gpu', '?')}",
+        f"- found with fusecli {v.get('fusecli', '?')} (python {v.get('python', '?')}): "
+        f"`fusecli bisect --engine nvfuser {Path(report.path).name}`",
+        "",
+    ]
+    if minimized is not None:
+        ops = ", ".join(minimized.ops)
+        out += [
+            "## Repro",
+            "",
+            f"{len(minimized.ops)} ops ({ops}), reduced from {findings.original_ops} ops; "
+            f"inputs {findings.minimized_bytes:,} bytes, from {findings.original_bytes:,}. "
+            "Run with `python minimized.py`; it needs nothing but nvFuser and torch.",
+            "",
+            "```python",
+            Path(minimized.repro_py).read_text(encoding="utf-8").rstrip(),
+            "```",
+            "",
+        ]
+    out += ["## Error", ""]
+    plain = findings.plain
+    text = plain.text if plain is not None and plain.status != "pass" else (
+        original.detail if original is not None else "")
+    out += ["```", _trim(text or (original.summary() if original else "")), "```", ""]
+    if original is not None and original.key:
+        out += [f"Signature: `{original.key}`", ""]
+    if plain is not None:
+        verdict = "fails the same way" if minimized and minimized.verified else (
+            f"does not fail the same way ({plain.status}: {plain.key or ''})")
+        out += [f"`python minimized.py` alone, with no fusecli in the process: {verdict}.", ""]
+    out += ["## nvFuser's segmentation", ""]
+    if findings.minimized_segments:
+        out.append("Of the minimized fusion:")
+        out += [f"- group {i}: `{s}`: {', '.join(o)}" for i, s, o in findings.minimized_segments]
+    else:
+        out.append("Of the minimized fusion: nvFuser printed no final segments (it fails before "
+                   "or while segmenting).")
+    known = findings.segments
+    if known is not None and known.segments:
+        out += ["", "Of the original fusion:"]
+        out += [f"- group {i}: `{s}`: {', '.join(o)}" for i, s, o in known.segments]
+    if report.segments is not None:
+        finding = report.segments
+        out += ["", f"The first segment that fails alone: group {finding.index} "
+                f"(`{finding.scheduler}`), {len(finding.ops)} ops."]
+    elif known is not None and known.note:
+        out += ["", known.note + "."]
+    out += ["", "## A second opinion: fusecli's model", "", findings.fusecli_verdict, ""]
+    if findings.other_failures:
+        out += ["## Other failures met while minimizing (other bugs, not chased)", ""]
+        for signature, (ops, repro) in sorted(findings.other_failures.items()):
+            out.append(f"- `{signature[:200]}`: {ops} ops, {repro}")
+        out.append("")
+    path.write_text("\n".join(out), encoding="utf-8")
+    return path
+
+
+def _trim(text: str, lines: int = 14) -> str:
+    kept = [line for line in text.strip().splitlines() if not line.startswith("frame #")]
+    if len(kept) > lines:
+        kept = kept[:lines] + ["..."]
+    return "\n".join(kept).replace("```", "'''")
+
+
+def fusecli_opinion(loaded: Any, options: Any) -> str:
+    """fusecli's own pipeline on the minimized fusion: its segments, and whether it runs it
+    correctly."""
+    from dataclasses import replace
+
+    from fusecli.bisect.check import evaluate
+
+    ours = replace(options, engine="fusecli", executor="auto")
+    try:
+        from fusecli.segment.segmenter import segment_fusion
+
+        segmented = segment_fusion(loaded.fusion, loaded.inputs, profile=ours.rules)
+        cut = "; ".join(f"{s.scheduler}: {', '.join(e.op.value for e in s.exprs)}"
+                        for s in segmented.segments) or "no segments"
+        verdict = evaluate(loaded, ours)
+    except Exception as error:  # a second opinion that fails says so
+        return f"fusecli could not run it: {type(error).__name__}: {error}"
+    outcome = "runs it and matches eager torch" if verdict.status == "pass" else (
+        f"fails too: {verdict.summary()}")
+    return (f"fusecli segments it as [{cut}] and {outcome} (its executor: "
+            f"{os.environ.get('FUSECLI_EXECUTOR', ours.executor)}).")

@@ -1,0 +1,110 @@
+"""A stand-in for real nvFuser's ``nvfuser_direct``, for tests on machines without a GPU.
+
+It is fusecli's frontend (``FusionDefinition``, ``DataType``) whose ``execute`` fails the way
+real nvFuser fails, where ``FUSECLI_STANDIN_FAULTS`` says so: rules separated by ``;``, each
+``KIND:OP[+OP...]``, that fire when one segment of the fusion (as fusecli's segmenter cuts it)
+holds every OP named:
+
+- ``assert``: raises nvFuser's INTERNAL ASSERT text (its location and message, a
+  ``Exception raised from`` line and frames), prefixed ``Error from segmentation group N:``
+  as nvFuser's parallel compilation does;
+- ``noscheduler``: the segmenter's assert, "Can not find a scheduler to schedule fusion
+  segment";
+- ``wrong``: returns outputs computed with OP wrong (fusecli's fault injection);
+- ``hang``: never returns;
+- ``segfault``: the process dies of SIGSEGV.
+
+With ``NVFUSER_DUMP`` naming ``segmented_fusion`` it prints fusecli's segmentation in nvFuser's
+log format on file descriptor 1, as nvFuser does. Tests put ``tests/standin`` first on
+``PYTHONPATH``; nothing outside the tests imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from fusecli.frontend import DataType  # noqa: F401  (the module's API)
+from fusecli.frontend import FusionDefinition as _FusecliDefinition
+
+__version__ = "0.0.0+standin"
+FAULTS = "FUSECLI_STANDIN_FAULTS"
+LOCATIONS = {
+    "assert": ("csrc/scheduler/tools/standin_analysis.cpp", 187, "checkCoverage",
+               "Expected covered_ids.size() == {n} . Output T{t}_g_float is not covered by "
+               "reference T{r}_l_float"),
+    "noscheduler": ("csrc/fusion_segmenter.cpp", 4015, "deriveSchedulerType",
+                    "Expected scheduler_type != SchedulerType::None . Can not find a "
+                    "scheduler to schedule fusion segment"),
+}
+
+
+def _rules() -> list[tuple[str, frozenset[str]]]:
+    rules = []
+    for item in os.environ.get(FAULTS, "").split(";"):
+        if ":" in item:
+            kind, ops = item.split(":", 1)
+            rules.append((kind.strip(), frozenset(o.strip() for o in ops.split("+") if o)))
+    return rules
+
+
+def _assert_text(kind: str, group: int, numbers: int) -> str:
+    path, line, function, message = LOCATIONS[kind]
+    words = message.format(n=numbers, t=numbers + 3, r=numbers + 1)
+    where = f"/workspace/Fuser/{path}:{line}"
+    return (
+        f"Error from segmentation group {group}:  INTERNAL ASSERT FAILED at {where}, please "
+        "report a bug with repro script to NVFuser at https://github.com/NVIDIA/Fuser/issues. "
+        f"\n{words}\nException raised from {function} at {where} (most recent call first):\n"
+        "frame #0: nvfuser::nvfCheckFail(char const*, char const*, long, std::string const&) "
+        "+ 0xc2 (0x7f455b32d4a6 in libnvfuser_codegen.so)\n"
+    )
+
+
+class FusionDefinition(_FusecliDefinition):
+    def execute(self, inputs: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        from fusecli.runtime.bind import flatten_inputs
+        from fusecli.segment.segmenter import segment_fusion
+
+        self._ensure_defined()
+        fusion = self.fusion
+        flat = list(flatten_inputs(list(inputs)))
+        segmented = segment_fusion(fusion, flat, keep_log=True)
+        if "segmented_fusion" in os.environ.get("NVFUSER_DUMP", ""):
+            from fusecli.report.segmentation_view import nvfuser_log
+
+            os.write(1, nvfuser_log(segmented).encode())
+        for kind, ops in _rules():
+            group = next((s for s in segmented.segments
+                          if ops <= {e.op.value for e in s.exprs}), None)
+            if group is None:
+                continue
+            if kind in LOCATIONS:
+                raise RuntimeError(_assert_text(kind, group.id, len(fusion.exprs)))
+            if kind == "hang":
+                while True:
+                    time.sleep(1)
+            if kind == "segfault":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            if kind == "wrong":
+                return _with_fault(super(), inputs, sorted(ops))
+        return super().execute(inputs, *args, **kwargs)
+
+
+def _with_fault(parent: Any, inputs: Any, ops: list[str]) -> list[Any]:
+    """The outputs with ``ops`` computed wrongly (fusecli's fault injection, this call only)."""
+    import warnings
+
+    saved = os.environ.get("FUSECLI_INJECT_FAULT")
+    os.environ["FUSECLI_INJECT_FAULT"] = ",".join(ops)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return parent.execute(inputs, executor="aten")
+    finally:
+        if saved is None:
+            os.environ.pop("FUSECLI_INJECT_FAULT", None)
+        else:
+            os.environ["FUSECLI_INJECT_FAULT"] = saved
