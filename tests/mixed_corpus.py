@@ -45,9 +45,11 @@ def write_mixed_corpus(folder: Path, device: str = "cpu") -> Path:
 
 
 def crash_when_named(monkeypatch, file_name: str) -> None:
-    """Make running the fusions of ``file_name`` raise an internal error (a fusecli bug)."""
+    """Make running the fusions of ``file_name`` raise an internal error (a fusecli bug). The
+    patch is in this process: files run here, not in workers."""
     from fusecli.app import pipeline
 
+    monkeypatch.setenv("FUSECLI_IN_PROCESS", "1")
     real = pipeline.run_loaded
 
     def crash_on_a(loaded, options):

@@ -76,6 +76,7 @@ def test_an_interrupted_run_reports_what_finished(tmp_path, monkeypatch):
         return real(path, options)
 
     monkeypatch.setattr(pipeline, "run_file", interrupt_at_b)
+    monkeypatch.setenv("FUSECLI_IN_PROCESS", "1")  # the patch is in this process
     junit = tmp_path / "out" / "results.xml"
     result = invoke("run", str(folder), "--json", "--junit", str(junit))
     assert result.exit_code == 125

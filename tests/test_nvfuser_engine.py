@@ -247,7 +247,9 @@ def test_a_random_fusion_under_nvfuser_is_judged_by_dtype_and_shape():
         return NvfuserRun(run.log, [t + 1 if t.is_floating_point() else t for t in run.outputs])
 
     (loaded,) = load_path(ROOT / "fusions" / "dropout_residual.py", device="cpu")
-    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu", engine="nvfuser", nvfuser_runner=other_stream))
+    options = RunOptions(executor="aten", device="cpu", engine="nvfuser",
+                         nvfuser_runner=other_stream)
+    outcome = run_loaded(loaded, options)
     assert outcome.status == "pass", outcome.error
     assert any("random ops" in notice for notice in outcome.notices)
     assert not all(d.ok for d in outcome.outputs)  # the values are still shown as they are
@@ -256,5 +258,7 @@ def test_a_random_fusion_under_nvfuser_is_judged_by_dtype_and_shape():
         run = recorded_runner(loaded)
         return NvfuserRun(run.log, [torch.zeros(1) for _ in run.outputs])
 
-    outcome = run_loaded(loaded, RunOptions(executor="aten", device="cpu", engine="nvfuser", nvfuser_runner=wrong_shape))
+    options = RunOptions(executor="aten", device="cpu", engine="nvfuser",
+                         nvfuser_runner=wrong_shape)
+    outcome = run_loaded(loaded, options)
     assert outcome.status == "mismatch"

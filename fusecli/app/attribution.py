@@ -49,10 +49,11 @@ def plain_signature(script: str, timeout: float | None) -> str | None:
         try:
             output, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
+            return error_failure_signature(timeout_message(timeout or 0), None)
+        finally:  # done, timed out or interrupted: what it started goes with it
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            return error_failure_signature(timeout_message(timeout or 0), None)
     if process.returncode == 0:
         return None
     text = output.decode("utf-8", "replace")

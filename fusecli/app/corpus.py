@@ -1,14 +1,15 @@
 """Corpus runs for CI: ``fusecli run DIR --jobs N --shard K/N --junit FILE``.
 
-``run_corpus`` runs every repro file under the given paths, one worker process per GPU (or per
-CPU worker without GPUs), and returns the same ``RunReport`` as ``run_paths``, in file order
-whatever order the workers finish in. ``--shard K/N`` (K from 1 to N) keeps every N-th file
-of the sorted list starting at the K-th, so the N jobs of a CI matrix split a corpus without
-overlap. ``cluster_failures`` groups failing fusions by a signature (the error with paths,
-numbers and names normalized, or the kind of mismatch), so that a hundred failures with one
-cause read as one line.
+``run_corpus`` runs every repro file under the given paths, each in a worker process of its
+own (``fusecli.app.worker``; up to ``jobs`` at once, one GPU each where there are GPUs), and
+returns the same ``RunReport`` as ``run_paths``, in file order whatever order the workers finish
+in: a worker that exits, crashes or hangs is that file's error record. ``--shard K/N`` (K from 1
+to N) keeps every N-th file of the sorted list starting at the K-th, so the N jobs of a CI
+matrix split a corpus without overlap. ``cluster_failures`` groups failing fusions by a
+signature (an error's ``ErrorSignature.key``: an nvFuser assert's location and normalized
+words; or the kind of mismatch), so that a hundred failures with one cause read as one line,
+with its smallest member to debug first.
 """
-
 from __future__ import annotations
 
 import os
@@ -196,7 +197,7 @@ def error_failure_signature(error: str | None, detail: str | None) -> str:
         detailed = error_signature(detail)
         if detailed.kind != "error" or detailed.error_type != "Error":
             return f"error: {detailed.key}"
-    return f"error: {error_signature(error or detail or '').key}"
+    return f"error: {error_signature(error or detail or '').key.removeprefix('Error: ')}"
 
 
 def _mismatch_kind(diff: object) -> str:

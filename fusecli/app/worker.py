@@ -116,7 +116,8 @@ class WorkerProcesses:
         return [
             FusionOutcome(
                 path=str(path), name=path.stem, status="error", error=error,
-                exit_code=PipelineError.exit_code, detail=finished.output or None,
+                exit_code=PipelineError.exit_code,
+                detail=finished.output or "(the worker wrote nothing to stdout or stderr)",
             )
         ]
 

@@ -244,6 +244,7 @@ def _write_engine_minimized(
     """The minimized fusion as a plain nvFuser script (``minimized.py``, no fusecli import),
     checked by running it alone; YAML; and ``report.md``."""
     from fusecli.bisect import engine_bisect as eb
+    from fusecli.bisect import engine_report as er
     from fusecli.bisect.repro import write_repro
     from fusecli.engines.nvfuser_log import parse_log
 
@@ -263,13 +264,13 @@ def _write_engine_minimized(
     report.replays["minimize: the minimized repro, plain nvFuser"] = f"python {py_path}"
     tracker.update("report", "nvFuser's segmentation of the minimized fusion")
     segments = parse_log(eb.engine_log(final_yaml, 0, oracle)).segments
-    findings = eb.EngineFindings(
-        versions=eb.versions(), original_ops=len(loaded.fusion.tensor_exprs()),
-        original_bytes=eb.input_bytes(loaded.inputs),
-        minimized_bytes=eb.input_bytes(named.inputs), plain=plain,
+    findings = er.EngineFindings(
+        versions=er.versions(), original_ops=len(loaded.fusion.tensor_exprs()),
+        original_bytes=er.input_bytes(loaded.inputs),
+        minimized_bytes=er.input_bytes(named.inputs), plain=plain,
         segments=getattr(report, "engine_segments", None),
         minimized_segments=[(s.id, s.scheduler, s.ops) for s in segments],
-        fusecli_verdict=eb.fusecli_opinion(named, options.run),
+        fusecli_verdict=er.fusecli_opinion(named, options.run),
         other_failures=_write_others(result, out_dir, header),
     )
     minimized = Minimized(
@@ -283,7 +284,7 @@ def _write_engine_minimized(
         steps=result.steps,
     )
     report.minimized = minimized
-    report.report_md = eb.write_report(report, findings, out_dir / "report.md")
+    report.report_md = er.write_report(report, findings, out_dir / "report.md")
     return minimized
 
 

@@ -6,6 +6,7 @@ torch is never imported here: ``fusecli --help`` must answer at once.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -30,14 +31,24 @@ def debug_enabled() -> bool:
     return context is not None and context.debug
 
 
-def fail(message: str, exit_code: int) -> None:
-    """Print ``fusecli: error: message`` on stderr and exit; never above 125."""
+def fail(message: str, exit_code: int, as_json: bool = False) -> None:
+    """Print ``fusecli: error: message`` on stderr and exit; never above 125. ``as_json``
+    (the command's ``--json``): stdout still gets its one document, saying so."""
+    if as_json:
+        click.echo(error_document(message))
     click.echo(f"fusecli: error: {message}", err=True)
     sys.exit(min(exit_code, 125))
 
 
-def guarded(command: Callable[..., int]) -> Callable[..., Any]:
-    """Run a command body; FusecliError -> its exit code, anything else -> 3; --debug re-raises."""
+def error_document(message: str) -> str:
+    """The ``--json`` document of a command that failed before it had results."""
+    return json.dumps({"ok": False, "fusions": [], "error": message}, indent=2)
+
+
+def guarded(command: Callable[..., int], json_flag: str | None = None) -> Callable[..., Any]:
+    """Run a command body; FusecliError -> its exit code, anything else -> 3; --debug re-raises.
+    ``json_flag``: the keyword of the command's ``--json`` flag; when it is given, an error
+    also prints ``error_document`` on stdout."""
     import functools
 
     @functools.wraps(command)
@@ -45,14 +56,15 @@ def guarded(command: Callable[..., int]) -> Callable[..., Any]:
         from fusecli.errors import FusecliError
 
         debug = debug_enabled()
+        as_json = json_flag is not None and bool(kwargs.get(json_flag))
         try:
             code = command(*args, **kwargs)
         except FusecliError as error:
             if debug:
                 raise
-            fail(str(error), error.exit_code)
+            fail(str(error), error.exit_code, as_json)
         except KeyboardInterrupt as stop:
-            fail(str(stop) or "interrupted", EXIT_INTERRUPTED)
+            fail(str(stop) or "interrupted", EXIT_INTERRUPTED, as_json)
         except BrokenPipeError:  # stdout closed early (| head): nothing left to say
             _silence_stdout()
             sys.exit(0)
@@ -62,11 +74,51 @@ def guarded(command: Callable[..., int]) -> Callable[..., Any]:
             fail(
                 f"internal error: {type(error).__name__}: {error} "
                 "(rerun with --debug for a traceback)",
-                3,
+                3, as_json,
             )
         sys.exit(min(code or 0, 125))
 
     return wrapper
+
+
+def guarded_json(command: Callable[..., int]) -> Callable[..., Any]:
+    """``guarded`` for a command whose ``--json`` flag is the keyword ``as_json``."""
+    return guarded(command, json_flag="as_json")
+
+
+class JsonCommand(click.Command):
+    """A command with ``--json`` whose usage errors (a bad option value, an unwritable
+    output) also print ``error_document`` on stdout: a reader of stdout always gets one."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None,
+                     **extra: Any) -> click.Context:
+        wants_json = "--json" in args[: args.index("--") if "--" in args else len(args)]
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as error:
+            if wants_json:
+                click.echo(error_document(error.format_message()))
+            raise
+
+
+@contextlib.contextmanager
+def stdout_reserved() -> Iterator[None]:
+    """While the block runs, file descriptor 1 is stderr: what scripts, subprocesses and
+    nvFuser's C++ write there cannot precede the results (one JSON document) on stdout."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1: nothing to keep clean
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()  # what Python code printed during the block: to stderr too
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 @contextlib.contextmanager

@@ -8,15 +8,17 @@ import click
 
 from fusecli.cli.main import (
     EXIT_INTERRUPTED,
+    JsonCommand,
     debug_enabled,
-    guarded,
+    guarded_json,
     stdout_closing_early,
+    stdout_reserved,
     warn_fault_injection,
 )
 from fusecli.cli.options import check_writable, engine_options, execution_options
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @execution_options
@@ -38,7 +40,7 @@ from fusecli.cli.options import check_writable, engine_options, execution_option
 @click.option("--shard", default=None, metavar="K/N",
               help="Run only the K-th of N slices of the sorted file list (CI matrices).")
 @engine_options
-@guarded
+@guarded_json
 def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no_tiebreak, verbose,
         strict, junit, timeout, all_calls, jobs, shard, engine, compare_engines) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
@@ -53,9 +55,15 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
     --engine nvfuser runs the fusions through real nvFuser instead (its outputs judged the
     same way); --compare-engines runs both, diffs both against eager torch and compares their
     segmentations. Without nvfuser_direct importable, both exit 4.
+
+    Each file runs in a worker process of its own, killed past --timeout: a script that exits,
+    crashes or hangs is that file's error record and the run goes on. With --engine nvfuser,
+    each cluster of failures is attributed to nvFuser or to fusecli's translation by running
+    its smallest fusion as a plain nvfuser_direct script.
     """
     from rich.console import Console
 
+    from fusecli.app.attribution import attribute_clusters
     from fusecli.app.corpus import cluster_failures, parse_shard, run_corpus
     from fusecli.app.pipeline import RunOptions
     from fusecli.report.json_view import run_report_json
@@ -75,14 +83,20 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
         resolve_engine("nvfuser")  # exit 4 now, not once per fusion, when nvFuser is not here
     selected = parse_shard(shard)
     errors = Console(stderr=True)
-    with errors.status("running...") as status:
+    with stdout_reserved(), errors.status("running...") as status:
         report = run_corpus(
             list(paths), options, jobs=jobs, shard=selected,
             progress=lambda p: status.update(f"running {p}"),
         )
+        clusters = cluster_failures(report)
+        if not report.interrupted:
+            status.update("attributing failures...")
+            try:
+                attribute_clusters(clusters, options)
+            except KeyboardInterrupt as stop:
+                report.interrupted = str(stop) or "interrupted"
     for notice in [*report.notices, *sorted({n for f in report.fusions for n in f.notices})]:
         errors.print(f"fusecli: note: {notice}", style="dim")
-    clusters = cluster_failures(report)
     if junit is not None:
         write_junit(report, junit)
     with stdout_closing_early():

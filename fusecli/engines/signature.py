@@ -98,9 +98,15 @@ def error_signature(text: str, error_type: str | None = None) -> ErrorSignature:
     text = text.replace("\r\n", "\n")
     group_match = _GROUP_ID.search(text)
     group = int(group_match.group(1)) if group_match else None
-    body = _GROUP.sub("", _last_exception(text))
-    found_type, body = _split_type(body)
+    body = _last_exception(text)
+    found_type, body = _split_type(_GROUP.sub("", body))
     error_type = error_type or found_type or "Error"
+    if group_match is not None:
+        # Segments compiled in parallel: nvFuser's wrapper assert (fusion_kernel_runtime.cpp)
+        # quotes each segment's own error; the first quoted one is the failure
+        text = text[group_match.start():]
+        body = _GROUP.sub("", text)
+        _, body = _split_type(body)
     located = _ASSERT_AT.search(body) or _ASSERT_AT.search(text)
     raised = _RAISED_FROM.search(body) or _RAISED_FROM.search(text)
     if located is not None or (raised is not None and "nvfuser" in text.lower()):
@@ -146,6 +152,10 @@ def _assert_message(body: str) -> str:
     body = _GROUP.sub("", body)
     message = _PREAMBLE.sub("", body, count=1)
     message = message.split("Exception raised from", 1)[0]
+    if "Codegen generated code" in message:  # NVRTC refused the kernel: its errors, not the code
+        errors = [line.strip() for line in message.splitlines()
+                  if re.search(r"\berror\b", line) and not line.lstrip().startswith("//")]
+        return " ".join(errors[:2]) if errors else "the generated kernel failed to compile"
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return " ".join(lines[:3]) if lines else "INTERNAL ASSERT FAILED"
 

@@ -150,7 +150,15 @@ def bisect_record(report: BisectReport) -> dict[str, Any]:
         "original": None if report.original is None else {
             "status": report.original.status, "error_type": report.original.error_type,
             "message": report.original.message, "signature": report.original.signature,
+            "location": report.original.location, "detail": report.original.detail,
+            "group": report.original.group,
         },
+        "engine": report.engine,
+        "report_md": None if report.report_md is None else str(report.report_md),
+        "engine_segments": None if report.engine_segments is None else [
+            {"group": i, "scheduler": s, "exprs": list(o)}
+            for i, s, o in report.engine_segments.segments
+        ],
         "failure_kind": None if report.target is None else report.target.kind,
         "flaky": report.flaky, "queries": report.queries, "runs": report.runs,
         "seconds": round(report.seconds, 3),

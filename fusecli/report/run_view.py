@@ -123,21 +123,43 @@ def render_engine_comparisons(report: RunReport, console: Console) -> None:
 
 
 def render_clusters(clusters: list[Cluster], console: Console, shown: int = 5) -> None:
-    """Failures grouped by signature: count, signature, the first few members."""
+    """Failures grouped by signature: count, signature, the smallest member to debug first,
+    the first few members, and (``--engine nvfuser``) whose bug it is."""
     if not clusters:
         return
     table = Table(title="failures by signature", title_justify="left", show_edge=False,
                   pad_edge=False)
-    for column in ("count", "signature", "fusions"):
+    attributed = any(c.attribution or c.plain for c in clusters)
+    columns = ["count", "signature", "smallest", "fusions"] + (["whose"] if attributed else [])
+    for column in columns:
         table.add_column(column, overflow="fold")
     for cluster in clusters:
         members = ", ".join(cluster.members[:shown])
         if cluster.count > shown:
             members += f", ... ({cluster.count - shown} more)"
-        table.add_row(str(cluster.count), cluster.signature, members)
+        row = [str(cluster.count), cluster.signature, cluster.smallest or "", members]
+        if attributed:
+            row.append(_whose(cluster))
+        table.add_row(*row)
     console.print(table)
 
 
+def _whose(cluster: Cluster) -> str:
+    if cluster.attribution == "nvfuser":
+        return "nvFuser (a plain nvfuser_direct script fails the same way)"
+    if cluster.attribution == "translation":
+        return f"fusecli's translation (the plain nvfuser_direct script: {cluster.plain})"
+    return cluster.plain or ""
+
+
 def clusters_record(clusters: list[Cluster]) -> list[dict[str, Any]]:
-    return [{"signature": c.signature, "count": c.count, "fusions": list(c.members)}
-            for c in clusters]
+    records = []
+    for cluster in clusters:
+        record = {
+            "signature": cluster.signature, "count": cluster.count, "files": list(cluster.files),
+            "smallest": cluster.smallest, "fusions": list(cluster.members),
+        }
+        if cluster.attribution is not None or cluster.plain is not None:
+            record["attribution"], record["plain"] = cluster.attribution, cluster.plain
+        records.append(record)
+    return records
