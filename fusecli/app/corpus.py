@@ -75,7 +75,9 @@ def run_corpus(
     if not files:  # run_paths reports why, as one error outcome
         return run_paths(list(paths), options, progress)
     files = select_shard(files, shard)
-    if runs_in_process(options):
+    if runs_in_process(options) or (len(files) == 1 and jobs <= 1):
+        # one file alone runs here (a worker costs an interpreter start): only a run of many
+        # needs each file's death to be that file's record
         report = run_paths(files, options, progress) if files else RunReport()
         report.notices[:0] = skipped_notices(skipped)
         return report
