@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)  # before torch: the wheel's c10 symbols
 
-from fusecli.app.engines import resolve_runner  # noqa: E402
+from fusecli.app.engines import resolve_engine  # noqa: E402
 from fusecli.app.explain import ExplainOptions, explain_path  # noqa: E402
 from fusecli.engines.nvfuser import first_line  # noqa: E402
 from fusecli.errors import MissingEnvironmentError  # noqa: E402
@@ -46,7 +46,7 @@ def compare_file(path: Path, options: ExplainOptions) -> list[tuple[str, str, st
 
 def main(argv: list[str]) -> int:
     try:
-        resolve_runner(None)
+        resolve_engine("nvfuser")
     except MissingEnvironmentError as error:
         print(f"compare-engines-corpus: {error}", file=sys.stderr)
         return 4

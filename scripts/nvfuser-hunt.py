@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -51,22 +49,17 @@ def write(seed: int, out: Path, max_ops: int) -> tuple[Path, Path] | None:
 
 
 def run_plain(script: Path, timeout: float) -> dict:
-    started = time.perf_counter()
-    try:
-        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"file": str(script), "status": "hang", "seconds": timeout}
+    from fusecli.app.attribution import run_script
     from fusecli.engines.signature import error_signature
 
-    text = done.stderr
-    status = "pass" if done.returncode == 0 else ("died" if done.returncode < 0 else "error")
-    record = {"file": str(script), "status": status, "code": done.returncode,
-              "seconds": round(time.perf_counter() - started, 2)}
-    if status != "pass":
-        record["tail"] = text[-3000:]
-        record["signature"] = error_signature(text).key if status == "error" else (
-            f"signal {-done.returncode}")
+    run = run_script(script, timeout)
+    status = "error" if run.status == "crash" else run.status
+    record = {"file": str(script), "status": status, "code": run.returncode,
+              "seconds": round(run.seconds, 2)}
+    if status not in ("pass", "hang"):
+        record["tail"] = run.stderr[-3000:]
+        record["signature"] = (error_signature(run.stderr).key if status == "error"
+                               else f"signal {-run.returncode}")
     return record
 
 

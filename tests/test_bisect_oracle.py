@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from fusecli.app.corpus import normalize_message
 from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Oracle, Target
 from fusecli.bisect.questions import Question
+from fusecli.engines.signature import normalize_message
 
 FUSIONS = Path(__file__).resolve().parent.parent / "fusions"
 SOFTMAX = FUSIONS / "softmax.yaml"

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,29 +36,61 @@ class Attribution:
     plain: str  # how the plain script ran: PASSES, or its failure's signature
 
 
+@dataclass(frozen=True, slots=True)
+class ScriptRun:
+    """What became of a script run alone: ``status`` pass, crash (it exited non-zero), died
+    (a signal) or hang (killed at the timeout)."""
+
+    status: str
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        """Both streams, stderr last (where a traceback's final exception is)."""
+        return self.stdout + self.stderr
+
+
+def run_script(path: Path, timeout: float | None, env: dict[str, str] | None = None
+               ) -> ScriptRun:
+    """``python PATH`` with this Python in a fresh process, in the script's folder and a
+    session of its own; killed with all it started at ``timeout``, and when it ends."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, path.name], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True, cwd=path.parent,
+        env=None if env is None else {**os.environ, **env},
+    )
+    hung = False
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        hung = True
+    finally:  # done, timed out or interrupted: what it started goes with it
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if hung:
+        stdout, stderr = process.communicate()
+    code = process.returncode
+    status = "hang" if hung else "pass" if code == 0 else "died" if code < 0 else "crash"
+    return ScriptRun(status, None if hung else code, stdout.decode("utf-8", "replace"),
+                     stderr.decode("utf-8", "replace"), time.perf_counter() - started)
+
+
 def plain_signature(script: str, timeout: float | None) -> str | None:
-    """Run ``script`` with this Python in a fresh process (in a session of its own, killed
-    with what it started at ``timeout``); None when it passes, else its failure's signature,
-    made as a corpus run makes a failing fusion's."""
+    """Run ``script`` alone (``run_script``); None when it passes, else its failure's
+    signature, made as a corpus run makes a failing fusion's."""
     with tempfile.TemporaryDirectory(prefix="fusecli-plain-") as folder:
         path = Path(folder) / "plain.py"
         path.write_text(script, encoding="utf-8")
-        process = subprocess.Popen(
-            [sys.executable, str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, cwd=folder,
-        )
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return error_failure_signature(timeout_message(timeout or 0), None)
-        finally:  # done, timed out or interrupted: what it started goes with it
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-    if process.returncode == 0:
+        run = run_script(path, timeout)
+    if run.status == "hang":
+        return error_failure_signature(timeout_message(timeout or 0), None)
+    if run.status == "pass":
         return None
-    text = output.decode("utf-8", "replace")
-    return error_failure_signature(death_message(process.returncode), text)
+    return error_failure_signature(death_message(run.returncode), run.output)
 
 
 def attribute_script(script: str, signature: str, timeout: float | None) -> Attribution:

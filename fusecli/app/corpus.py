@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -159,21 +158,6 @@ def _visible_gpus() -> list[str]:
 
 
 # -- failure signatures --------------------------------------------------------------------------
-
-
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+-]+)+")
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
-_NAME = re.compile(r"\b[TSV]\d+\b")
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-
-
-def normalize_message(message: str) -> str:
-    """The message with what changes from run to run or step to step replaced: paths,
-    addresses, value names and numbers (expr positions shift as exprs are removed)."""
-    text = _PATH.sub("<path>", message.strip())
-    text = _HEX.sub("<addr>", text)
-    text = _NAME.sub("<val>", text)
-    return _NUMBER.sub("N", text)
 
 
 def failure_signature(outcome: FusionOutcome) -> str | None:

@@ -36,12 +36,6 @@ def resolve_engine(name: str, runner: Runner | None = None) -> Engine:
     return engine
 
 
-def resolve_runner(runner: Runner | None) -> Runner | None:
-    """Kept for scripts: checks real nvFuser imports unless a runner is given."""
-    resolve_engine("nvfuser", runner)
-    return runner
-
-
 def run_nvfuser(loaded: Any, runner: Runner | None = None) -> NvfuserOutcome:
     """nvFuser on ``loaded`` through the engine interface, as the explain views want it."""
     from fusecli.app.pipeline import RunOptions

@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=["fusecli", "nvfuser"], default="fusecli",
                         help="the engine under test (nvfuser: real nvFuser, nvfuser_direct)")
     parser.add_argument("--log-to", default=None,
-                        help="write the engine's segmentation log to this file")
+                        help="with another engine than fusecli: write its segmenter log of "
+                        "this run to this file")
     return parser
 
 
@@ -74,23 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     _say(PHASE, "execute")
     from dataclasses import replace
 
-    if args.log_to:
-        _save_log(fusions[args.index], options, args.log_to)
-    verdict = evaluate(fusions[args.index], options, args.segments)
+    verdict = evaluate(fusions[args.index], options, args.segments, args.log_to)
     _say(VERDICT, replace(verdict, fusions=len(fusions)).to_json())
     return {"pass": 0, "invalid": 2, "environment": 4}.get(verdict.status, 1)
-
-
-def _save_log(loaded, options, target: str) -> None:
-    """The engine's segmentation of the fusion, as its own log text, for the asker."""
-    from pathlib import Path
-
-    from fusecli.engines.base import get_engine
-
-    segmentation = get_engine(options.engine).segment(loaded, options)
-    text = segmentation.text or "\n".join(
-        f"group {s.id}: {s.scheduler}: {' '.join(s.exprs)}" for s in segmentation.segments)
-    Path(target).write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

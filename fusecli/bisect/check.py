@@ -13,9 +13,9 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from fusecli.app.corpus import normalize_message
 from fusecli.app.judge import (
     clone_inputs,
     diff_outputs,
@@ -24,6 +24,7 @@ from fusecli.app.judge import (
     reference_inputs,
 )
 from fusecli.app.pipeline import RunOptions
+from fusecli.engines.signature import normalize_message
 from fusecli.ir.nodes import Fusion, Vector
 from fusecli.reference import run_reference
 from fusecli.runtime.outputs import collect_outputs
@@ -109,15 +110,20 @@ def load_verdict(error: BaseException) -> Verdict:
 # -- evaluation --------------------------------------------------------------------------------
 
 
-def evaluate(loaded: Any, options: RunOptions, segments: int | None = None) -> Verdict:
+def evaluate(
+    loaded: Any, options: RunOptions, segments: int | None = None, log_to: str | None = None
+) -> Verdict:
     """Run ``loaded`` (a LoadedFusion) as the oracle question with the given plan: on fusecli's
-    pipeline (``segments``: how many run under test), or on another engine, all of it."""
+    pipeline (``segments``: how many run under test), or on another engine, all of it (with
+    ``log_to``, that run's own segmenter log is written there)."""
     from fusecli.reference import ReferenceInputError, run_reference
 
     started = time.perf_counter()
     fusion, inputs = loaded.fusion, loaded.inputs
     if options.engine != "fusecli":
         run = _engine_run(loaded, options)
+        if log_to is not None:
+            Path(log_to).write_text(run.segmentation.text, encoding="utf-8")
         if run.error is not None or run.outputs is None:
             return _timed(engine_verdict(run), started)
         actual, inputs = run.outputs, run.inputs

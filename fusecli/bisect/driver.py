@@ -61,7 +61,7 @@ def bisect_path(
         on_query=tracker.query_done,
     )
     tracker.update("reproduce", str(path))
-    index, first = _reproduce(path, oracle, options)
+    index, first = _reproduce(path, oracle, _engine_log(out_dir, options))
     report = BisectReport(str(path), path.stem, False, first.verdict, output_dir=out_dir,
                           engine=options.run.engine)
     try:
@@ -81,11 +81,19 @@ def _output_dir(output: Path | None) -> Path:
     return output
 
 
-def _reproduce(path: Path, oracle: Oracle, options: BisectOptions) -> tuple[int, Answer]:
-    """The first fusion of the file that fails, and its answer (every repeat run)."""
+def _engine_log(out_dir: Path, options: BisectOptions) -> Path | None:
+    """Where another engine's segmenter log of the original is kept (``nvfuser.log``)."""
+    engine = options.run.engine
+    return None if engine == "fusecli" else out_dir / f"{engine}.log"
+
+
+def _reproduce(path: Path, oracle: Oracle, log_to: Path | None) -> tuple[int, Answer]:
+    """The first fusion of the file that fails, and its answer (every repeat run); with
+    ``log_to``, the engine's segmenter log of the last run asked is written there."""
     index, count = 0, 1
     while True:
-        answer = oracle.ask(Question(path=path, index=index), every_run=True)
+        question = Question(path=path, index=index, log_to=log_to)
+        answer = oracle.ask(question, every_run=True)
         verdict = answer.verdict
         if verdict.status == "environment":
             raise MissingEnvironmentError(verdict.message)
@@ -139,9 +147,10 @@ def _localize(
     if engine and options.mode in ("all", "segments"):
         from fusecli.bisect.engine_bisect import find_engine_segment
 
+        log = _engine_log(report.output_dir, options)
         finding, report.engine_segments, selection = find_engine_segment(
-            loaded, path, index, report.original, slicer, oracle, tracker,
-            report.output_dir, header,
+            loaded, log.read_text(encoding="utf-8") if log.is_file() else "", report.original,
+            slicer, oracle, tracker, report.output_dir, header,
         )
         report.segments = finding
         if report.engine_segments.note:
@@ -245,7 +254,7 @@ def _write_engine_minimized(
     checked by running it alone; YAML; and ``report.md``."""
     from fusecli.bisect import engine_bisect as eb
     from fusecli.bisect import engine_report as er
-    from fusecli.bisect.repro import write_repro
+    from fusecli.bisect.repro import write_yaml_repro
     from fusecli.engines.nvfuser_log import parse_log
 
     out_dir = report.output_dir
@@ -253,17 +262,13 @@ def _write_engine_minimized(
     if report.target is not None and report.target.kind == "accuracy":
         check = eb.expected_outputs(named, options.run)
     py_path = eb.write_plain_repro(named, out_dir / "minimized.py", header, check)
-    _, yaml_path = write_repro(named, out_dir, "minimized_fusecli", header)
-    final_yaml = out_dir / "minimized.yaml"
-    yaml_path.replace(final_yaml)
-    (out_dir / "minimized_fusecli.py").unlink(missing_ok=True)
+    final_yaml = write_yaml_repro(named, out_dir / "minimized.yaml", header)
     tracker.update("verify", "python minimized.py, alone")
     asked = time.perf_counter()
     plain = eb.run_plain(py_path, options.timeout)
     verified = eb.plain_matches(plain, report.target, report.original)
     report.replays["minimize: the minimized repro, plain nvFuser"] = f"python {py_path}"
-    tracker.update("report", "nvFuser's segmentation of the minimized fusion")
-    segments = parse_log(eb.engine_log(final_yaml, 0, oracle)).segments
+    segments = parse_log(plain.log).segments  # it ran with nvFuser's dump on
     findings = er.EngineFindings(
         versions=er.versions(), original_ops=len(loaded.fusion.tensor_exprs()),
         original_bytes=er.input_bytes(loaded.inputs),

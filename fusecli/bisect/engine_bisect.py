@@ -20,10 +20,6 @@ its outputs. What differs from bisecting fusecli's own pipeline:
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,17 +27,12 @@ from typing import Any
 
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Oracle, Target
-from fusecli.bisect.questions import Question, child_command
+from fusecli.bisect.questions import Question
+from fusecli.bisect.repro import comment_safe
 from fusecli.bisect.results import SegmentFinding, Step, Tracker
 from fusecli.bisect.selection import BuildError, Selection, Slicer
 
 CHECK_LIMIT = 1 << 16  # elements of an output a plain repro checks against stored values
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def comment_safe(text: str) -> str:
-    """One line of ``text`` that cannot leave a ``#`` comment: no newline, CR or control."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 # -- plain repros ----------------------------------------------------------------------------------
@@ -127,27 +118,23 @@ class PlainRun:
     key: str | None  # the error's signature, when it raised
     text: str  # what it printed on stderr (the end)
     seconds: float
+    log: str = ""  # what it printed on stdout: nvFuser's segmenter log
 
 
 def run_plain(path: Path, timeout: float) -> PlainRun:
-    """``python PATH`` in a new interpreter, in the script's folder, fusecli nowhere imported by
-    it; what became of it."""
+    """``python PATH`` alone (``attribution.run_script``), fusecli nowhere imported by it, with
+    nvFuser's segmenter dump on; what became of it."""
+    from fusecli.app.attribution import run_script
+    from fusecli.engines.nvfuser import DUMP
     from fusecli.engines.signature import error_signature
 
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            [sys.executable, path.name], cwd=path.parent, capture_output=True, text=True,
-            timeout=timeout, start_new_session=True,
-        )
-    except subprocess.TimeoutExpired:
-        return PlainRun("hang", None, f"no answer within {timeout:g}s", timeout)
-    seconds = time.perf_counter() - started
-    if done.returncode == 0:
-        return PlainRun("pass", None, done.stderr[-4000:], seconds)
-    if done.returncode < 0:
-        return PlainRun("died", f"died: signal {-done.returncode}", done.stderr[-4000:], seconds)
-    return PlainRun("crash", error_signature(done.stderr).key, done.stderr[-8000:], seconds)
+    run = run_script(path, timeout, {"NVFUSER_DUMP": DUMP})
+    if run.status == "hang":
+        return PlainRun("hang", None, f"no answer within {timeout:g}s", run.seconds, run.stdout)
+    key = {"pass": None, "died": f"died: signal {-(run.returncode or 0)}"}.get(
+        run.status, error_signature(run.stderr).key)
+    text = run.stderr[-8000:] if run.status == "crash" else run.stderr[-4000:]
+    return PlainRun(run.status, key, text, run.seconds, run.stdout)
 
 
 def plain_matches(plain: PlainRun, target: Target, original: Verdict) -> bool:
@@ -170,22 +157,6 @@ def plain_matches(plain: PlainRun, target: Target, original: Verdict) -> bool:
 # -- nvFuser's own segments ------------------------------------------------------------------------
 
 
-def engine_log(path: Path, index: int, oracle: Oracle) -> str:
-    """The engine's segmenter log of the fusion at ``path``, from a new interpreter."""
-    with tempfile.NamedTemporaryFile("r", suffix=".log", delete=False) as handle:
-        target = Path(handle.name)
-    try:
-        command = child_command(path, Question(path=path, index=index), oracle.options)
-        try:
-            subprocess.run([*command, "--log-to", str(target)], capture_output=True,
-                           timeout=oracle.timeout, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            return ""
-        return target.read_text(encoding="utf-8", errors="replace")
-    finally:
-        target.unlink(missing_ok=True)
-
-
 @dataclass(slots=True)
 class EngineSegments:
     """nvFuser's segmentation of the fusion, and how it lines up with fusecli's model."""
@@ -197,8 +168,7 @@ class EngineSegments:
 
 def find_engine_segment(
     loaded: Any,
-    path: Path,
-    index: int,
+    log: str,
     original: Verdict,
     slicer: Slicer | None,
     oracle: Oracle,
@@ -207,15 +177,15 @@ def find_engine_segment(
     header: list[str],
 ) -> tuple[SegmentFinding | None, EngineSegments, Selection | None]:
     """nvFuser's segment that fails alone, its plain repro, and its selection (to minimize
-    from); (None, what is known, None) when its segments cannot be cut out of the fusion."""
+    from); (None, what is known, None) when its segments cannot be cut out of the fusion.
+    ``log``: nvFuser's segmenter log of the original (kept by the question that reproduced it)."""
     from fusecli.bisect.segments import segment_selection
     from fusecli.engines.compare import compare_engines, fusecli_segments, nvfuser_segments
     from fusecli.engines.nvfuser_log import parse_log
     from fusecli.segment.segmenter import segment_fusion
 
     started, asked = time.perf_counter(), oracle.queries
-    tracker.update("segments", "nvFuser's segmenter log")
-    parsed = parse_log(engine_log(path, index, oracle))
+    parsed = parse_log(log)
     known = EngineSegments([(s.id, s.scheduler, s.ops) for s in parsed.segments])
     if not parsed.segments:
         known.note = ("nvFuser printed no final segments (it failed before segmenting, or in "

@@ -5,7 +5,6 @@ before and after, nvFuser's segmentation and fusecli's second opinion."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -155,6 +154,7 @@ def fusecli_opinion(loaded: Any, options: Any) -> str:
     from dataclasses import replace
 
     from fusecli.bisect.check import evaluate
+    from fusecli.bisect.repro import executor_name
 
     ours = replace(options, engine="fusecli", executor="auto")
     try:
@@ -169,4 +169,4 @@ def fusecli_opinion(loaded: Any, options: Any) -> str:
     outcome = "runs it and matches eager torch" if verdict.status == "pass" else (
         f"fails too: {verdict.summary()}")
     return (f"fusecli segments it as [{cut}] and {outcome} (its executor: "
-            f"{os.environ.get('FUSECLI_EXECUTOR', ours.executor)}).")
+            f"{executor_name(ours.executor)}).")

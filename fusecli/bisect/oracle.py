@@ -172,7 +172,8 @@ class Oracle:
                 loaded = fusions[question.index]
             except Exception as error:
                 return load_verdict(error)
-        return evaluate(loaded, self.options, question.segments)
+        log_to = None if question.log_to is None else str(question.log_to)
+        return evaluate(loaded, self.options, question.segments, log_to)
 
     # -- in a fresh interpreter ---------------------------------------------------------------
 

@@ -27,6 +27,7 @@ class Question:
     loaded: Any = None  # or a LoadedFusion built by bisect
     segments: int | None = None  # only the first N segments on the executor under test
     label: str = ""  # what this question is, for progress and replay
+    log_to: Path | None = None  # another engine's segmenter log of the run is written here
 
     def __post_init__(self) -> None:
         if (self.path is None) == (self.loaded is None):
@@ -114,6 +115,8 @@ def child_command(source: Path, question: Question, options: RunOptions) -> list
         argv.append("--no-tiebreak")
     if options.engine != "fusecli":
         argv += ["--engine", options.engine]
+    if question.log_to is not None:
+        argv += ["--log-to", str(question.log_to)]
     return argv
 
 

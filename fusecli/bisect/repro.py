@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,10 +18,14 @@ from typing import Any
 from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Target
-from fusecli.load.convert import (
-    EXACT_LIMIT,  # noqa: F401
-    exact_specs,  # noqa: F401  (bisect's writers use it)
-)
+from fusecli.load.convert import exact_specs
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def comment_safe(text: str) -> str:
+    """One line of ``text`` that cannot leave a ``#`` comment: no newline, CR or control."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def executor_name(requested: str) -> str:
@@ -81,3 +86,15 @@ def write_repro(
     if yaml_path is not None:
         yaml_path.write_text(comment + to_yaml(exact), encoding="utf-8")
     return py_path, yaml_path
+
+
+def write_yaml_repro(loaded: Any, path: Path, header: Sequence[str]) -> Path:
+    """``loaded`` as a YAML repro at ``path`` alone, exact inputs, ``header`` on top."""
+    from fusecli.load.convert import to_yaml
+
+    exact = replace(loaded, input_specs=exact_specs(loaded))
+    lines = [*header, f"run it: fusecli run {path.name}"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    comment = "".join(f"# {comment_safe(line)}\n" for line in lines)
+    path.write_text(comment + to_yaml(exact), encoding="utf-8")
+    return path

@@ -131,7 +131,6 @@ class BisectReport:
     engine: str = "fusecli"  # the engine under test
     engine_segments: Any = None  # another engine's own segments (engine_bisect.EngineSegments)
     report_md: Path | None = None  # the bug report, for another engine's failure
-    other_failures: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:

@@ -36,6 +36,8 @@ _CUDA = re.compile(r"CUDA error: ([^\n]+)|(CUDA_ERROR_\w+)|(cudaError\w*)")
 
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+-]+)+")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+_VALUE_NAME = re.compile(r"\b[TSV]\d+\b")  # fusecli's own messages: T3, S5, V6
+# nvFuser's printed IR too: T5_g_float, i38, iS6, bS2
 _NAME = re.compile(r"\b(?:T\d+(?:_[a-z]+)*(?:_\w+)?|[TSVi]\d+|[ib]S\d+|[ib]\d+)\b")
 _BRACED = re.compile(r"\{[^{}]*\}")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -43,15 +45,22 @@ _SPACE = re.compile(r"\s+")
 MESSAGE_CHARS = 200
 
 
-def normalize(text: str) -> str:
-    """``text`` with what changes from fusion to fusion replaced: paths, addresses, value and
-    domain names (``T5_g_float``, ``iS6{i0}``), numbers; whitespace collapsed."""
+def _scrubbed(text: str, names: re.Pattern[str]) -> str:
     text = _PATH.sub("<path>", text.strip())
-    text = _HEX.sub("<addr>", text)
-    text = _NAME.sub("<val>", text)
-    text = _BRACED.sub("{}", text)
-    text = _NUMBER.sub("N", text)
-    return _SPACE.sub(" ", text).strip()
+    return names.sub("<val>", _HEX.sub("<addr>", text))
+
+
+def normalize_message(message: str) -> str:
+    """The message with what changes from run to run or step to step replaced: paths,
+    addresses, value names and numbers (expr positions shift as exprs are removed)."""
+    return _NUMBER.sub("N", _scrubbed(message, _VALUE_NAME))
+
+
+def normalize(text: str) -> str:
+    """``normalize_message`` for nvFuser's words: its value and domain names too
+    (``T5_g_float``, ``iS6{i0}``), whitespace collapsed."""
+    text = _BRACED.sub("{}", _scrubbed(text, _NAME))
+    return _SPACE.sub(" ", _NUMBER.sub("N", text)).strip()
 
 
 def source_location(path: str, line: str | int) -> str:

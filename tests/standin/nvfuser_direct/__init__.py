@@ -102,7 +102,7 @@ def _with_fault(parent: Any, inputs: Any, ops: list[str]) -> list[Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return parent.execute(inputs, executor="aten")
+            return parent.execute(inputs)
     finally:
         if saved is None:
             os.environ.pop("FUSECLI_INJECT_FAULT", None)
