@@ -101,3 +101,20 @@ def test_the_direct_target_takes_a_py_suffix_and_refuses_others(tmp_path) -> Non
 def test_convert_help_names_the_direct_target() -> None:
     result = CliRunner().invoke(cli, ["convert", "--help"])
     assert "nvfuser_direct" in result.output and "--to direct" in result.output
+
+
+@pytest.mark.cuda
+def test_a_gapped_cuda_input_is_written_with_its_whole_storage_span() -> None:
+    """A strided view on the GPU (every other element) keeps its strides in a written repro:
+    its values are read where it lives, not from a dense copy (which ended in 'setStorage ...
+    out of bounds' for every such input under --engine nvfuser)."""
+    import torch
+
+    from fusecli.load.inputs import storage_values
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    base = torch.arange(9, dtype=torch.float32)
+    view = base.as_strided((5,), (2,))
+    on_gpu = base.cuda().as_strided((5,), (2,))
+    assert storage_values(on_gpu) == storage_values(view) == tuple(float(v) for v in range(9))

@@ -133,7 +133,9 @@ def values_to_tensor(values: Sequence[Any], torch_dtype: torch.dtype) -> torch.T
 def storage_values(tensor: torch.Tensor) -> tuple[Any, ...]:
     """The storage span of ``tensor`` as Python numbers (complex numbers as [real, imag])."""
     span = storage_span(tuple(tensor.shape), tuple(tensor.stride()))
-    flat = tensor.detach().cpu().as_strided((span,), (1,))
+    # The span is taken where the tensor lives: moving a gapped view first (.cpu() of a CUDA
+    # tensor) makes a dense copy whose storage is too small for the view's strides
+    flat = tensor.detach().as_strided((span,), (1,)).cpu()
     if tensor.dtype == torch.uint64:
         return tuple(v + (1 << 64) if v < 0 else v for v in flat.view(torch.int64).tolist())
     if tensor.dtype.is_complex:
