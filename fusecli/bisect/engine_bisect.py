@@ -159,10 +159,9 @@ def plain_matches(plain: PlainRun, target: Target, original: Verdict) -> bool:
 
 @dataclass(slots=True)
 class EngineSegments:
-    """nvFuser's segmentation of the fusion, and how it lines up with fusecli's model."""
+    """nvFuser's segmentation of the fusion, and why its segments were not asked alone."""
 
     segments: list[tuple[int, str, tuple[str, ...]]] = field(default_factory=list)
-    agrees: bool = False
     note: str = ""
 
 
@@ -197,13 +196,13 @@ def find_engine_segment(
         known.note = f"fusecli's segmenter raised {type(error).__name__}: {error}"
         return None, known, None
     comparison = compare_engines(fusecli_segments(ours), nvfuser_segments(parsed), {})
-    known.agrees = comparison.agree
-    if not comparison.agree or slicer is None or ours.failure is not None:
-        known.note = (
-            "nvFuser's segments differ from fusecli's model of them "
-            f"({comparison.verdict()}): they cannot be cut out one by one; minimizing the whole "
-            "fusion" if not comparison.agree else "the segments cannot be cut out here"
-        )
+    if not comparison.agree:
+        known.note = (f"nvFuser's segments differ from fusecli's model of them "
+                      f"({comparison.verdict()}): they cannot be cut out one by one; minimizing "
+                      "the whole fusion")
+        return None, known, None
+    if slicer is None or ours.failure is not None:
+        known.note = "the segments cannot be cut out here"
         return None, known, None
     order = list(range(len(ours.segments)))
     named = [i for i, s in enumerate(parsed.segments) if s.id == original.group]

@@ -166,7 +166,7 @@ class GitReport:
     first_bad: Commit | None = None
     candidates: list[Commit] = field(default_factory=list)  # when skips leave several
     steps: list[GitStep] = field(default_factory=list)
-    restored: str = ""  # what the checkout was put back to
+    restored: str = ""  # the branch (or commit) the checkout is on, and stays on
     seconds: float = 0.0
     replays: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

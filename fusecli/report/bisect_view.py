@@ -222,7 +222,8 @@ def render_git(report: GitReport, console: Console) -> None:
     elif not report.reproduced:
         console.print(Text("the failure did not reproduce at BAD", style="bold yellow"))
     console.print(f"{len(report.steps)} commits tested in {report.seconds:.1f}s; "
-                  f"checkout restored to {report.restored}")
+                  f"the checkout stays on {report.restored}, untouched (bisect ran in a worktree "
+                  "of its own)")
     if report.replays:
         console.print(_replays(report.replays))
     for note in report.notes:
