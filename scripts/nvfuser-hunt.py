@@ -32,8 +32,7 @@ PRELUDE = "import os, sys; sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)\n"
 def write(seed: int, out: Path, max_ops: int) -> tuple[Path, Path] | None:
     from fusecli.bisect.random_fusion import fuzz_fusion
     from fusecli.bisect.repro import write_repro
-    from fusecli.load.convert import exact_specs
-    from fusecli.load.convert import to_direct
+    from fusecli.load.convert import exact_specs, to_direct
 
     try:
         loaded = fuzz_fusion(seed, max_ops=max_ops).loaded
