@@ -5,6 +5,9 @@ converted files with real nvFuser on a GPU machine."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,6 +89,101 @@ def test_old_spellings_become_direct_ones(tmp_path) -> None:
     _same_fusions(source, target)
     result = CliRunner().invoke(cli, ["run", str(target)])
     assert result.exit_code == 0, result.output
+
+
+LEGACY_LAYOUTS = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[-1, 1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.define_tensor(shape=[1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[0, 1])
+    T2 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T3 = fd.ops.add(T0, T2)
+    T4 = fd.ops.exp(T3)
+    T5 = fd.ops.permute(T4, dims=[1, 0])
+    T6 = fd.ops.add(T5, T1)
+    fd.add_output(T5, stride_order=[1, 0])
+    fd.add_output(T6, (0, 1))
+
+with FusionDefinition() as fd:
+    nvfuser_fusion_id0(fd)
+
+inputs = [torch.randn(4, 1), torch.randn(1, 4).as_strided((1, 4), (1, 1)), torch.randn(4, 3)]
+fd.execute(inputs)
+"""  # noqa: E501
+STANDIN = Path(__file__).parent / "standin"
+
+
+def _definition(text: str) -> str:
+    return text[text.index("def nvfuser_fusion"):text.index("with FusionDefinition")]
+
+
+def test_ordered_outputs_become_stride_order_ops(tmp_path) -> None:
+    """nvfuser_direct's add_output takes no stride_order: the output is laid out by
+    fd.ops.stride_order first, with the same strides as the legacy spelling gave."""
+    source = tmp_path / "legacy.py"
+    source.write_text(LEGACY_LAYOUTS, encoding="utf-8")
+    target = tmp_path / "direct.py"
+    body = _definition(convert_file(source, target, to="direct"))
+    assert "stride_order=[1, 0])\n    fd.add_output(T5_ordered)" in body
+    assert "T5_ordered = fd.ops.stride_order(T5, stride_order=[1, 0])" in body
+    assert "T6_ordered = fd.ops.stride_order(T6, stride_order=[0, 1])" in body
+    assert "add_output(T5, " not in body and "add_output(T6, " not in body
+    _same_fusions(source, target)
+    (before,), (after,) = load_path(source, device="cpu"), load_path(target, device="cpu")
+    strides = [[o.stride() for o in f.fd.execute(f.inputs)] for f in (before, after)]
+    assert strides[0] == strides[1] == [(4, 1), (1, 3)]
+
+
+def test_broadcast_dims_get_no_contiguity(tmp_path) -> None:
+    """A size-1 dim is a broadcast: nvfuser_direct wants None there, where legacy scripts
+    wrote True; contiguity is in allocation order, so stride_order decides which entry."""
+    source = tmp_path / "legacy.py"
+    source.write_text(LEGACY_LAYOUTS, encoding="utf-8")
+    body = _definition(convert_file(source, to="direct"))
+    assert "T0 = fd.define_tensor(shape=[-1, 1], contiguity=[True, None]," in body
+    # dim 0 (size 1) has stride_order 0: the innermost, the last contiguity entry
+    assert "T1 = fd.define_tensor(shape=[1, -1], contiguity=[True, None]," in body
+    assert "T2 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True]," in body
+
+
+def _run_with_standin(script: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(STANDIN), str(STANDIN.parent.parent)])
+    env.pop("FUSECLI_STANDIN_FAULTS", None)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_the_standin_rejects_legacy_layouts_as_nvfuser_direct_does(tmp_path) -> None:
+    """The stand-in fails where nvfuser_direct 0.2.36 does; the converted script runs."""
+    from fusecli.load.convert import to_direct
+
+    source = tmp_path / "legacy.py"
+    source.write_text(LEGACY_LAYOUTS, encoding="utf-8")
+    as_direct = LEGACY_LAYOUTS.replace("from nvfuser import", "from nvfuser_direct import")
+    broadcast_true = tmp_path / "broadcast_true.py"
+    broadcast_true.write_text(as_direct, encoding="utf-8")
+    ordered_output = tmp_path / "ordered_output.py"
+    ordered_output.write_text(
+        as_direct.replace("contiguity=[True, True], dtype=DataType.Float)\n    T1",
+                          "contiguity=[True, None], dtype=DataType.Float)\n    T1")
+        .replace("contiguity=[True, True], dtype=DataType.Float, stride_order=[0, 1]",
+                 "contiguity=[True, None], dtype=DataType.Float, stride_order=[0, 1]"),
+        encoding="utf-8")
+    converted = tmp_path / "converted.py"
+    (loaded,) = load_path(source, device="cpu")
+    converted.write_text(to_direct(loaded, device="cpu"), encoding="utf-8")
+
+    refused = _run_with_standin(broadcast_true)
+    assert refused.returncode == 1
+    assert "contiguity of a broadcast/reduction dimension must be None" in refused.stderr
+    refused = _run_with_standin(ordered_output)
+    assert refused.returncode == 1
+    assert "TypeError: add_output(): incompatible function arguments" in refused.stderr
+    ran = _run_with_standin(converted)
+    assert ran.returncode == 0, ran.stderr
 
 
 def test_the_direct_target_takes_a_py_suffix_and_refuses_others(tmp_path) -> None:

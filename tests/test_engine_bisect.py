@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,14 +56,16 @@ def _env(faults: str) -> dict[str, str]:
     return env
 
 
-def _bisect(tmp_path: Path, faults: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _bisect(
+    tmp_path: Path, faults: str, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess, dict]:
     repro = tmp_path / "repro.py"
     repro.write_text(REPRO, encoding="utf-8")
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
          str(out), "-j", "2", "--json", *extra],
-        capture_output=True, text=True, env=_env(faults), timeout=600,
+        capture_output=True, text=True, env={**_env(faults), **(env or {})}, timeout=600,
     )
     return done, json.loads(done.stdout)
 
@@ -129,6 +132,87 @@ def test_a_crash_of_the_process_is_its_own_failure(tmp_path):
     assert report["minimized"]["verified"]
 
 
+def test_a_time_budget_keeps_the_smallest_failure_found_and_progress_reaches_a_log(tmp_path):
+    done, report = _bisect(tmp_path, "assert:tanh+sum", "--max-seconds", "1", "--no-shrink",
+                           env={"FUSECLI_PROGRESS_AFTER": "0"})
+    assert done.returncode == 0, done.stderr
+    assert any("--max-seconds 1 spent" in note for note in report["notes"]), report["notes"]
+    minimized = report["minimized"]
+    assert {"sum", "tanh"} <= set(minimized["exprs"])  # still failing, maybe not minimal
+    assert Path(minimized["repro_py"]).is_file()
+    # stderr is a file here, not a terminal: the progress comes as lines, one per phase
+    lines = [line for line in done.stderr.splitlines() if line.startswith("bisect ")]
+    assert any(line.startswith("bisect reproduce") for line in lines), done.stderr
+    assert any(line.startswith("bisect minimize") for line in lines), done.stderr
+
+
+def test_a_corpus_under_the_engine_clusters_and_attributes_failures_in_one_document(tmp_path):
+    """Two files fail alike, one passes and one prints on descriptor 1 while it loads: with
+    --jobs 2, one JSON document on stdout, one cluster of two, attributed to nvFuser (its
+    plain script fails the same way under the stand-in)."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.py").write_text(REPRO, encoding="utf-8")
+    (tmp_path / "c.py").write_text(REPRO.replace("tanh", "sin"), encoding="utf-8")
+    (tmp_path / "d.py").write_text("import os\nos.write(1, b'noise\\n')\n" + REPRO.replace(
+        "tanh", "cos"), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fusecli", "run", str(tmp_path), "--engine", "nvfuser", "--json",
+         "--jobs", "2"],
+        capture_output=True, text=True, env=_env("assert:tanh+sum"), timeout=600,
+    )
+    document = json.loads(done.stdout)
+    assert done.returncode == 3, done.stderr
+    statuses = sorted(f["status"] for f in document["fusions"])
+    assert statuses == ["error", "error", "pass", "pass"], statuses
+    (cluster,) = document["clusters"]
+    assert cluster["count"] == 2 and "standin_analysis.cpp:187" in cluster["signature"]
+    assert cluster["attribution"] == "nvfuser", cluster
+
+
+PAD_REPRO = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+def nvfuser_fusion_id1(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    S1 = fd.define_scalar(None, dtype=DataType.Int)
+    T2 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    T3 = fd.ops.pad(T0, [S1, S1, S1, S1])
+    T4 = fd.ops.add(T3, T2)
+    T5 = fd.ops.exp(T4)
+    fd.add_output(T5)
+
+with FusionDefinition() as fd:
+    nvfuser_fusion_id1(fd)
+
+inputs = [torch.randn(12, 10, device='cuda:0'), -3, torch.randn(6, 4, device='cuda:0')]
+fd.execute(inputs)
+"""
+
+
+def test_shrinking_keeps_shapes_eager_torch_can_run(tmp_path):
+    """A negative pad cannot crop more than its input has: sizes that make eager torch fail
+    are invalid questions, not the engine's failure, so the minimized repro stays one that
+    fusecli's own pipeline runs (nvFuser's error on an impossible crop proves nothing)."""
+    repro = tmp_path / "pad.py"
+    repro.write_text(PAD_REPRO, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
+         str(tmp_path / "out"), "-j", "2", "--json"],
+        capture_output=True, text=True, env=_env("assert:pad+add"), timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    minimized = report["minimized"]
+    assert sorted(minimized["exprs"]) == ["add", "pad"] and minimized["verified"]
+    script = Path(minimized["repro_py"])
+    shapes = [list(map(int, m)) for m in re.findall(r"as_strided\(\((\d+), (\d+)\)",
+                                                    script.read_text(encoding="utf-8"))]
+    assert shapes, script.read_text(encoding="utf-8")
+    assert shapes[0][0] >= 7 and shapes[0][1] >= 7  # -3 on each side leaves at least 1
+    md = (script.parent / "report.md").read_text(encoding="utf-8")
+    assert "runs it and matches eager torch" in md
+
 @pytest.mark.parametrize("text, location", [
     ('RuntimeError:  INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/fusion_segmenter.cpp:4015,'
      ' please report a bug with repro script to NVFuser at https://github.com/NVIDIA/Fuser/'
@@ -151,3 +235,20 @@ def test_signatures_keep_the_location_and_normalize_names_and_numbers(text, loca
     grouped = "Error from segmentation group 8: " + text
     assert error_signature(grouped).key == signature.key
     assert error_signature(grouped).group == 8
+
+
+def test_lists_of_domains_of_any_length_are_one_signature():
+    """nvFuser lists the domains or graph groups an assert is about; a smaller fusion lists
+    fewer (found on fuzz_253 and llama_rope_cos_sin_2d under real nvFuser 0.2.36)."""
+    head = ('RuntimeError:  INTERNAL ASSERT FAILED at "/opt/pytorch/nvfuser/csrc/compute_at_map.cpp'
+            '":1239, please report a bug with repro script to NVFuser at https://github.com/NVIDIA'
+            "/Fuser/issues. Expected !maybe_concrete_ids.vector().empty() . No potential "
+            "concrete_id's found for disjoint set ")
+    long = head + "{ iS5{i0}rf; iS7{i0}; bS9{1}; iS11{i2}; iS13{i0}rf; iS2{i0} }"
+    short = head + "{ iS3{i0}rf; iS4{i0} }"
+    assert error_signature(long).key == error_signature(short).key
+    bfs = "RuntimeError: BFS traversal could not visit some nodes: idg{{5 6}} (from: {}), visited: ({})"
+    assert (error_signature(bfs.format("idg{1} idg{2}", "idg{1}")).key
+            == error_signature(bfs.format("idg{1}", "idg{1} idg{2} idg{4} idg{9}")).key)
+    other = head.replace("1239", "1240") + "{ iS3{i0}rf }"
+    assert error_signature(other).key != error_signature(short).key

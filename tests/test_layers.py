@@ -20,6 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fusecli"
 RANKS: dict[str, int] = {
     "": 0,  # fusecli/__init__.py: the version
     "errors": 0,
+    "textsafe": 0,  # untrusted text made safe for generated files: every writer uses it
     "ir": 1,
     "segment": 2,
     "codegen": 3,

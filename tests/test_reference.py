@@ -443,15 +443,43 @@ def test_integer_sum_accumulates_in_int64() -> None:
 @pytest.mark.parametrize("correction", [0, 1])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_var_mean(dtype: torch.dtype, correction: int, keepdim: bool) -> None:
+    """bf16 is upcast first: nvFuser's variance_mean refuses half types (normalization.cpp)."""
     x = _transposed(4, 6, dtype)
     var, mean = _run(
-        lambda fd, t: fd.ops.var_mean(t, [1], correction=correction, keepdim=keepdim), [x]
+        lambda fd, t: fd.ops.var_mean(fd.ops.cast(t, DataType.Float), [1],
+                                      correction=correction, keepdim=keepdim), [x]
     )
     expected_var, expected_mean = torch.var_mean(
         x.float(), dim=1, correction=correction, keepdim=keepdim
     )
     _close(var, expected_var)
     _close(mean, expected_mean)
+
+
+def test_var_mean_refuses_half_types_as_nvfuser_does() -> None:
+    """nvFuser's variance_mean: "not supported for __bfloat please upcast to float"."""
+    with pytest.raises(Exception, match="variance_mean is not supported for __bfloat"):
+        _run(lambda fd, t: fd.ops.var_mean(t, [1], correction=0),
+             [_randn(4, 6, dtype=torch.bfloat16)])
+
+
+@pytest.mark.parametrize("op", ["clamp", "threshold"])
+def test_clamp_and_threshold_keep_their_input_dtype(op: str) -> None:
+    """newValLike(in, in->getDataType()) with the bounds cast to it (ops/arith.cpp): a bf16
+    input gives a bf16 output, bit for bit torch's on bf16."""
+    x = _randn(4, 6, dtype=torch.bfloat16)
+
+    def body(fd, t):
+        low, high = fd.define_scalar(-0.3, dtype=DataType.Double), fd.define_scalar(
+            0.7, dtype=DataType.Double)
+        return getattr(fd.ops, op)(t, low, high)
+
+    (out,) = _run(body, [x])
+    assert out.dtype == torch.bfloat16
+    bf = torch.tensor([-0.3, 0.7]).bfloat16()
+    expected = (torch.clamp(x, bf[0], bf[1]) if op == "clamp"
+                else torch.where(x <= bf[0], bf[1], x))
+    assert torch.equal(out, expected)
 
 
 def test_var() -> None:
@@ -604,9 +632,13 @@ def test_pad_default_value_is_zero() -> None:
     assert out.tolist() == [[0, 1, 2], [0, 3, 4]]
 
 
-def test_cat_promotes() -> None:
+def test_cat_refuses_operands_of_different_dtypes_as_nvfuser_does() -> None:
+    """torch.cat promotes; nvFuser's cat checks (ops/alias.cpp; 0.2.36 raises it on the H200)."""
     a, b = _randn(3, 2, dtype=torch.bfloat16), _transposed(3, 4)
-    (out,) = _run(lambda fd, x, y: fd.ops.cat([x, y], dim=1), [a, b])
+    with pytest.raises(Exception, match="Can't concatenate tensors with different data types"):
+        _run(lambda fd, x, y: fd.ops.cat([x, y], dim=1), [a, b])
+    (out,) = _run(lambda fd, x, y: fd.ops.cat([fd.ops.cast(x, DataType.Float), y], dim=1),
+                  [a, b])
     _close(out, torch.cat([a.float(), b], dim=1))
 
 

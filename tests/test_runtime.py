@@ -506,11 +506,13 @@ def test_pad_including_negative_widths() -> None:
     assert_same(cropped, F.pad(x, [-1, 2, 1, -2], value=7.0))
 
 
-def test_cat_promotes_like_where() -> None:
+def test_cat_of_operands_cast_to_one_dtype() -> None:
+    """nvFuser's cat does not promote (operands of two dtypes are refused at definition)."""
     a, b = torch.randn(2, 3), torch.randn(2, 5, dtype=torch.float64)
 
     def body(fd):
-        fd.add_output(fd.ops.cat([define(fd, a), define(fd, b)], dim=-1))
+        widened = fd.ops.cast(define(fd, a), DataType.Double)
+        fd.add_output(fd.ops.cat([widened, define(fd, b)], dim=-1))
 
     (out,) = run(body, [a, b])
     assert_same(out, torch.cat([a.double(), b], dim=-1))

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,17 +117,32 @@ def attribute_cluster(
     return attribution
 
 
-def attribute_clusters(clusters: list[Cluster], options: RunOptions) -> None:
+def attribute_clusters(clusters: list[Cluster], options: RunOptions, jobs: int = 1) -> None:
     """``--engine nvfuser``: attribute each cluster of pipeline failures (exit 3: nvFuser's
-    errors and crashes, not bad input); with fusecli's engine there is nothing to attribute."""
+    errors and crashes, not bad input), ``jobs`` clusters at once (each runs processes: a
+    worker writes the plain script, then the script runs alone); with fusecli's engine there
+    is nothing to attribute."""
     if options.engine == "fusecli":
         return
     workers = WorkerProcesses()
-    for cluster in clusters:
-        outcome = cluster.smallest_outcome
-        if outcome is None or outcome.status != "error" or outcome.exit_code != 3:
-            continue
+    todo = [
+        cluster for cluster in clusters
+        if (outcome := cluster.smallest_outcome) is not None
+        and outcome.status == "error" and outcome.exit_code == 3
+    ]
+
+    def attribute(cluster: Cluster) -> None:
         try:
             attribute_cluster(cluster, options, workers)
         except FusecliError as error:
             cluster.plain = str(error)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(todo) or 1)))
+    try:
+        for _ in pool.map(attribute, todo):
+            pass
+    except BaseException:  # Ctrl-C: the workers go now; the scripts end at their timeout
+        workers.stop()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()

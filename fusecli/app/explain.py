@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fusecli.app.pipeline import skipped_notices
+from fusecli.app.worker import WorkerProcesses
 from fusecli.engines.nvfuser import Runner
-from fusecli.errors import InputError
+from fusecli.errors import FusecliError, InputError, PipelineError
 from fusecli.ir.nodes import Fusion
-from fusecli.load import LoadedFusion, load_path
+from fusecli.load import LoadedFusion, discover, load_path
 from fusecli.segment.result import SegmentedFusion
 from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES, Switches
 from fusecli.segment.segmenter import segment_fusion
@@ -27,6 +30,7 @@ class ExplainOptions:
     debug: bool = False  # let an internal error propagate, with its traceback
     engine: str = "fusecli"  # or "nvfuser": real nvFuser's own segmenter log
     compare_engines: bool = False  # both, their segmentations compared
+    timeout: float | None = None  # seconds a file may take, in a worker of its own
 
     @property
     def runs_fusecli(self) -> bool:
@@ -76,6 +80,109 @@ def validate_options(options: ExplainOptions) -> None:
         raise InputError(
             f"unknown scheduler(s) {unknown}; choose from {', '.join(SCHEDULER_NAMES)}"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class FileFailure:
+    """A file that gave no fusion to explain: it did not load, or defines none. ``error`` is
+    the one line, ``exit_code`` its error's, ``detail`` a traceback for fusecli's own bugs."""
+
+    path: Path
+    error: str
+    exit_code: int
+    detail: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+@dataclass(slots=True)
+class ExplainReport:
+    """``explain-segmentation PATH...``: per file in order, its fusions' outcomes or why it
+    gave none; ``interrupted`` says why the run stopped early (Ctrl-C, SIGTERM)."""
+
+    entries: list[ExplainOutcome | FileFailure] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    interrupted: str | None = None
+
+    @property
+    def outcomes(self) -> list[ExplainOutcome]:
+        return [e for e in self.entries if isinstance(e, ExplainOutcome)]
+
+    @property
+    def exit_code(self) -> int:
+        """The worst of the files': a failure's own code, 3 for a fusion that does not
+        segment (or that nvFuser failed on), 0 when every fusion segmented."""
+        codes = [
+            entry.exit_code if isinstance(entry, FileFailure)
+            else 0 if entry.ok else PipelineError.exit_code
+            for entry in self.entries
+        ]
+        return max(codes, default=0)
+
+
+def explain_paths(
+    paths: list[Path], options: ExplainOptions, runner: Runner | None = None
+) -> ExplainReport:
+    """``explain_file`` for every file under ``paths`` (folders expanded by ``discover``).
+    With several files, each runs in a worker process of its own, as ``fusecli run`` does
+    (``fusecli.app.worker``): a script that exits, crashes, raises KeyboardInterrupt or hangs
+    past ``options.timeout`` is that file's ``FileFailure``, and the others go on."""
+    validate_options(options)
+    if options.runs_nvfuser:
+        from fusecli.app.engines import resolve_engine
+
+        resolve_engine("nvfuser", runner)  # exit 4 once, before any file, without nvFuser
+    skipped: list[Path] = []
+    files = discover(paths, skipped)
+    report = ExplainReport(notices=skipped_notices(skipped))
+    if not files:
+        found = "no .py, .yaml or .yml fusion files found"
+        if skipped:
+            found = f"no repros found ({len(skipped)} file(s) do not look like repros)"
+        raise InputError(found, where=str(paths[0]))
+    # In this process, as corpus.runs_in_process says: --debug, an injected runner (tests),
+    # FUSECLI_IN_PROCESS=1; and one file alone (a worker costs an interpreter start).
+    in_process = (
+        len(files) == 1 or options.debug or runner is not None
+        or os.environ.get("FUSECLI_IN_PROCESS") == "1"
+    )
+    workers = None if in_process else WorkerProcesses()
+    for path in files:
+        try:
+            if workers is None:
+                report.entries.extend(explain_file(path, options, runner))
+            else:
+                report.entries.extend(workers.explain_file(path, options))
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM: what finished is reported
+            report.interrupted = str(stop) or "interrupted"
+            break
+    return report
+
+
+def explain_file(
+    path: Path, options: ExplainOptions, runner: Runner | None = None
+) -> list[ExplainOutcome | FileFailure]:
+    """``explain_path``, with a file that gives no fusion (it does not load, defines none, or
+    fusecli fails on it) as its ``FileFailure`` instead of an exception."""
+    try:
+        outcomes = explain_path(path, options, runner)
+    except FusecliError as error:
+        if options.debug:
+            raise
+        return [FileFailure(path, str(error), error.exit_code)]
+    except Exception as error:  # a bug in fusecli: this file's record, the others go on
+        if options.debug:
+            raise
+        lines = str(error).strip().splitlines()
+        message = f"internal error: {type(error).__name__}: {lines[0] if lines else ''}"
+        detail = "".join(traceback.format_exception(error))
+        return [FileFailure(path, message, PipelineError.exit_code, detail)]
+    if not outcomes:
+        error = InputError("defines no fusion with inputs to segment", where=str(path))
+        return [FileFailure(path, str(error), error.exit_code)]
+    return list(outcomes)
 
 
 def explain_path(

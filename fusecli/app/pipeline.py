@@ -151,8 +151,9 @@ def skipped_notices(skipped: Sequence[Path]) -> list[str]:
         return []
     names = ", ".join(str(p) for p in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
     return [
-        f"skipped {len(skipped)} file(s) that import neither nvfuser nor fusecli and define no "
-        f"FusionDefinition (name a file to run it anyway): {names}"
+        f"skipped {len(skipped)} file(s) that are no repros (setup.py, conftest.py, test "
+        "modules, or code that imports neither nvfuser nor fusecli and defines no "
+        f"FusionDefinition; name a file to run it anyway): {names}"
     ]
 
 

@@ -34,10 +34,13 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusecli.app.pipeline import FusionOutcome, RunOptions
 from fusecli.errors import PipelineError
+
+if TYPE_CHECKING:
+    from fusecli.app.explain import ExplainOptions
 
 STARTUP_GRACE = 20.0  # seconds, past --timeout, to start Python and import torch (and nvFuser)
 PHASE_GRACE = 3.0  # seconds, past --timeout, for the worker's own alarm to report a slow phase
@@ -121,6 +124,22 @@ class WorkerProcesses:
             )
         ]
 
+    def explain_file(self, path: Path, options: ExplainOptions) -> list[Any]:
+        """``explain_path(path, options)`` in a worker: its outcomes, or one ``FileFailure``
+        saying why it gave none (the file's error, or how the worker died)."""
+        from fusecli.app.explain import FileFailure
+
+        finished = self._call({"task": "explain", "path": path, "options": options}, options,
+                              None)
+        if finished.reported:
+            return finished.result
+        error = (
+            timeout_message(options.timeout) if finished.timed_out and options.timeout
+            else finished.failure
+        )
+        detail = finished.output or "(the worker wrote nothing to stdout or stderr)"
+        return [FileFailure(path, error, PipelineError.exit_code, detail)]
+
     def direct_script(self, path: Path, name: str, options: RunOptions) -> str:
         """The fusion ``name`` of ``path`` as a plain nvfuser_direct script, made in a worker
         (loading runs the script). PipelineError when it cannot be made."""
@@ -141,7 +160,8 @@ class WorkerProcesses:
             _kill_group(process)
 
     def _call(
-        self, request: dict[str, Any], options: RunOptions, env: Mapping[str, str] | None
+        self, request: dict[str, Any], options: RunOptions | ExplainOptions,
+        env: Mapping[str, str] | None,
     ) -> Finished:
         read_end, write_end = os.pipe()
         try:
@@ -234,7 +254,7 @@ def worker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _engine_flags(options: RunOptions) -> list[str]:
+def _engine_flags(options: RunOptions | ExplainOptions) -> list[str]:
     """The worker's own command-line flags that ``prepare_dlopen`` reads, as ``main`` does."""
     flags = ["--engine", options.engine]
     return [*flags, "--compare-engines"] if options.compare_engines else flags
@@ -291,6 +311,16 @@ def main(argv: list[str]) -> None:
 
             path = request["path"]
             send("result", [internal_error_outcome(str(path), path.stem, error)])
+    elif request["task"] == "explain":
+        send("phase", str(request["path"]))
+        entries = _explain(request["path"], request["options"])
+        try:
+            send("result", entries)
+        except Exception as error:  # an outcome that does not pickle: a fusecli bug
+            from fusecli.app.explain import FileFailure
+
+            message = f"internal error: {type(error).__name__}: {error}"
+            send("result", [FileFailure(request["path"], message, PipelineError.exit_code)])
     else:
         send("result", _direct_script(request["path"], request["name"], request["options"]))
     channel.close()
@@ -314,6 +344,19 @@ def _run(path: Path, options: RunOptions, send: Callable[[str, Any], None]) -> l
                 detail="".join(traceback.format_exception(error)),
             )
         ]
+
+
+def _explain(path: Path, options: ExplainOptions) -> list[Any]:
+    from fusecli.app.explain import FileFailure, explain_file
+    from fusecli.app.pipeline import time_limit
+
+    try:
+        with time_limit(options.timeout, str(path)):
+            return explain_file(path, options)
+    except BaseException as error:  # KeyboardInterrupt, SystemExit: the script's own
+        message = f"the script raised {type(error).__name__}" + (f": {error}" if str(error) else "")
+        detail = "".join(traceback.format_exception(error))
+        return [FileFailure(path, message, PipelineError.exit_code, detail)]
 
 
 def _direct_script(path: Path, name: str, options: RunOptions) -> tuple[str, str]:

@@ -125,7 +125,8 @@ def evaluate(
         if log_to is not None:
             Path(log_to).write_text(run.segmentation.text, encoding="utf-8")
         if run.error is not None or run.outputs is None:
-            return _timed(engine_verdict(run), started)
+            rejected = reference_rejects(loaded, options)
+            return _timed(rejected or engine_verdict(run), started)
         actual, inputs = run.outputs, run.inputs
     else:
         try:
@@ -155,6 +156,25 @@ def _engine_run(loaded: Any, options: RunOptions) -> Any:
     engine = get_engine(options.engine, options.nvfuser_runner)
     engine.check()
     return engine.execute(loaded, options)
+
+
+def reference_rejects(loaded: Any, options: RunOptions) -> Verdict | None:
+    """An ``invalid`` verdict when eager torch itself cannot run the question (a negative pad
+    wider than its shrunk input, a reshape that no longer fits): the engine's error then says
+    nothing about the engine. None when the reference runs, or lacks a rule (no opinion)."""
+    from fusecli.reference import ReferenceError, ReferenceInputError
+
+    try:
+        eager_inputs = reference_inputs(loaded.fusion, loaded.inputs)
+        run_reference(loaded.fusion, eager_inputs, seed=options.seed)
+    except ReferenceInputError as error:
+        return Verdict("invalid", type(error).__name__, first_line(error))
+    except ReferenceError as error:
+        if error.__cause__ is not None:  # torch raised on these values: eager fails too
+            return Verdict("invalid", type(error).__name__, first_line(error))
+    except Exception:  # noqa: S110 - the reference's own trouble is no verdict on the question
+        pass
+    return None
 
 
 def engine_verdict(run: Any) -> Verdict:

@@ -44,6 +44,7 @@ class BisectOptions:
     mode: str = "all"
     shrink: bool = True
     max_queries: int = 1000
+    max_seconds: float | None = None  # minimization's time budget (the smallest is kept)
     output: Path | None = None
 
 
@@ -172,7 +173,10 @@ def _localize(
                 start = selection
     if options.mode in ("all", "minimize") and slicer is not None:
         result = minimize(slicer, start, oracle, tracker, shrink_sizes=options.shrink,
-                          max_queries=options.max_queries)
+                          max_queries=options.max_queries, max_seconds=options.max_seconds)
+        if result.out_of_budget:
+            report.notes.append(f"minimization stopped early: {result.out_of_budget}; the "
+                                "smallest failing fusion found is kept")
         report.flaky = report.flaky or result.flaky
         report.minimized = _write_minimized(loaded, result, oracle, tracker, report, options)
 

@@ -28,9 +28,9 @@ from typing import Any
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Oracle, Target
 from fusecli.bisect.questions import Question
-from fusecli.bisect.repro import comment_safe
 from fusecli.bisect.results import SegmentFinding, Step, Tracker
 from fusecli.bisect.selection import BuildError, Selection, Slicer
+from fusecli.textsafe import one_line
 
 CHECK_LIMIT = 1 << 16  # elements of an output a plain repro checks against stored values
 
@@ -46,8 +46,8 @@ def write_plain_repro(
     that raises AssertionError when an output leaves its bound."""
     from fusecli.engines.nvfuser import direct_script
 
-    lines = [f"# {comment_safe(line)}" for line in header]
-    lines.append(f"# run it: python {comment_safe(path.name)}   (real nvFuser; no fusecli needed)")
+    lines = [f"# {one_line(line)}" for line in header]
+    lines.append(f"# run it: python {one_line(path.name)}   (real nvFuser; no fusecli needed)")
     script = direct_script(loaded)
     body = script.replace("\nfd.execute(inputs)", "\noutputs = fd.execute(inputs)")
     if check:

@@ -5,6 +5,7 @@ before and after, nvFuser's segmentation and fusecli's second opinion."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fusecli.bisect.engine_bisect import EngineSegments, PlainRun
+from fusecli.textsafe import md_code, md_fence, one_line
 
 # -- versions and the report -----------------------------------------------------------------------
 
@@ -71,13 +73,14 @@ class EngineFindings:
 
 
 def write_report(report: Any, findings: EngineFindings, path: Path) -> Path:
-    """``report.md``: a bug report for nvFuser, ready to file."""
+    """``report.md``: a bug report for nvFuser, ready to file. Names, paths and messages from
+    the user's file are escaped (``fusecli.textsafe``): they cannot start a line or a block."""
     original = report.original
     minimized = report.minimized
     title = original.summary() if original is not None else "nvFuser failure"
     if original is not None and original.key:
         title = original.message
-    out = [f"# {title[:200]}", ""]
+    out = [f"# {one_line(title, limit=200)}", ""]
     v = findings.versions
     out += [
         "## Environment",
@@ -86,7 +89,7 @@ def write_report(report: Any, findings: EngineFindings, path: Path) -> Path:
         f"- torch: {v.get('torch', '?')}, CUDA {v.get('cuda', '?')}",
         f"- GPU: {v.get('gpu', '?')}",
         f"- found with fusecli {v.get('fusecli', '?')} (python {v.get('python', '?')}): "
-        f"`fusecli bisect --engine nvfuser {Path(report.path).name}`",
+        + md_code(f"fusecli bisect --engine nvfuser {shlex.quote(Path(report.path).name)}"),
         "",
     ]
     if minimized is not None:
@@ -98,21 +101,19 @@ def write_report(report: Any, findings: EngineFindings, path: Path) -> Path:
             f"inputs {findings.minimized_bytes:,} bytes, from {findings.original_bytes:,}. "
             "Run with `python minimized.py`; it needs nothing but nvFuser and torch.",
             "",
-            "```python",
-            Path(minimized.repro_py).read_text(encoding="utf-8").rstrip(),
-            "```",
+            *md_fence(Path(minimized.repro_py).read_text(encoding="utf-8").rstrip(), "python"),
             "",
         ]
     out += ["## Error", ""]
     plain = findings.plain
     text = plain.text if plain is not None and plain.status != "pass" else (
         original.detail if original is not None else "")
-    out += ["```", _trim(text or (original.summary() if original else "")), "```", ""]
+    out += [*md_fence(_trim(text or (original.summary() if original else ""))), ""]
     if original is not None and original.key:
-        out += [f"Signature: `{original.key}`", ""]
+        out += [f"Signature: {md_code(original.key)}", ""]
     if plain is not None:
         verdict = "fails the same way" if minimized and minimized.verified else (
-            f"does not fail the same way ({plain.status}: {plain.key or ''})")
+            f"does not fail the same way ({plain.status}: {one_line(plain.key or '')})")
         out += [f"`python minimized.py` alone, with no fusecli in the process: {verdict}.", ""]
     out += ["## nvFuser's segmentation", ""]
     if findings.minimized_segments:
@@ -131,11 +132,11 @@ def write_report(report: Any, findings: EngineFindings, path: Path) -> Path:
                 f"(`{finding.scheduler}`), {len(finding.ops)} ops."]
     elif known is not None and known.note:
         out += ["", known.note + "."]
-    out += ["", "## A second opinion: fusecli's model", "", findings.fusecli_verdict, ""]
+    out += ["", "## A second opinion: fusecli's model", "", one_line(findings.fusecli_verdict), ""]
     if findings.other_failures:
         out += ["## Other failures met while minimizing (other bugs, not chased)", ""]
         for signature, (ops, repro) in sorted(findings.other_failures.items()):
-            out.append(f"- `{signature[:200]}`: {ops} ops, {repro}")
+            out.append(f"- {md_code(signature[:200])}: {ops} ops, {one_line(repro)}")
         out.append("")
     path.write_text("\n".join(out), encoding="utf-8")
     return path
@@ -145,7 +146,7 @@ def _trim(text: str, lines: int = 14) -> str:
     kept = [line for line in text.strip().splitlines() if not line.startswith("frame #")]
     if len(kept) > lines:
         kept = kept[:lines] + ["..."]
-    return "\n".join(kept).replace("```", "'''")
+    return "\n".join(kept)
 
 
 def fusecli_opinion(loaded: Any, options: Any) -> str:

@@ -34,18 +34,23 @@ class Minimization:
     queries: int = 0
     seconds: float = 0.0
     others: dict = field(default_factory=dict)  # another failure's signature -> smallest Piece
+    out_of_budget: str | None = None  # which budget stopped it early, if one did
 
 
 class Prober:
     """Asks the oracle about selections: builds them, caches answers, re-verifies successes."""
 
     def __init__(
-        self, slicer: Slicer, oracle: Oracle, tracker: Tracker, max_queries: int
+        self, slicer: Slicer, oracle: Oracle, tracker: Tracker, max_queries: int,
+        max_seconds: float | None = None,
     ) -> None:
         self.slicer = slicer
         self.oracle = oracle
         self.tracker = tracker
         self.max_queries = max_queries
+        self.deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+        self.max_seconds = max_seconds
+        self.out_of_budget: str | None = None
         self.known: dict[Selection, bool] = {}
         self.steps: list[Step] = []
         self.flaky: str | None = None
@@ -63,8 +68,8 @@ class Prober:
             except BuildError:
                 results[index] = self.known[selection] = False
         todo = [i for i in pieces]
-        if todo and self.oracle.queries >= self.max_queries:
-            raise Budget()
+        if todo:
+            self._check_budget()
         answers = self.oracle.ask_many([Question(loaded=pieces[i].loaded) for i in todo])
         for index, answer in zip(todo, answers):
             piece = pieces[index]
@@ -82,6 +87,14 @@ class Prober:
             elif answer.failing:
                 results[index] = None  # not needed: an earlier candidate already won
         return [bool(r) for r in results]
+
+    def _check_budget(self) -> None:
+        if self.oracle.queries >= self.max_queries:
+            self.out_of_budget = f"--max-queries {self.max_queries} reached"
+        elif self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.out_of_budget = f"--max-seconds {self.max_seconds:g} spent"
+        if self.out_of_budget:
+            raise Budget()
 
     def fails_one(self, selection: Selection, phase: str, label: str) -> bool:
         return self.fails([selection], phase, [label])[0]
@@ -117,11 +130,12 @@ def minimize(
     *,
     shrink_sizes: bool = True,
     max_queries: int = 1000,
+    max_seconds: float | None = None,
 ) -> Minimization:
     started, asked = time.perf_counter(), oracle.queries
-    prober = Prober(slicer, oracle, tracker, max_queries)
+    prober = Prober(slicer, oracle, tracker, max_queries, max_seconds)
     order = {e.uid: i for i, e in enumerate(slicer.units)}
-    selection = replace(start, outputs=None)
+    selection = _smallest_failing_cone(slicer, replace(start, outputs=None), prober, tracker)
 
     def report(current: list, granularity: int) -> None:
         chunk = max(1, len(current) // granularity)
@@ -148,7 +162,34 @@ def minimize(
     return Minimization(
         selection, slicer.build(selection), prober.steps, prober.flaky, prober.last_passing,
         oracle.queries - asked, time.perf_counter() - started, others=prober.others,
+        out_of_budget=prober.out_of_budget,
     )
+
+
+def _smallest_failing_cone(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker
+) -> Selection:
+    """The exprs one output needs, for the smallest such cone that still fails: a handful of
+    questions (one per output, asked at once) that often removes most of a generated or
+    traced fusion before ddmin starts. ``selection`` when no cone alone fails."""
+    outputs = slicer.output_uids(selection)
+    if len(outputs) < 2:
+        return selection
+    cones = {slicer.live(replace(selection, outputs=(uid,))) for uid in outputs}
+    cones = sorted(
+        (c for c in cones if c.exprs and c.exprs != selection.exprs),
+        key=lambda c: (len(c.exprs), sorted(c.exprs)),
+    )
+    candidates = [replace(cone, outputs=None) for cone in cones]
+    if not candidates:
+        return selection
+    tracker.update("cones", f"{len(candidates)} outputs' cones of {len(selection.exprs)} ops")
+    try:
+        results = prober.fails(candidates, "cones",
+                               [f"{len(c.exprs)} ops one output needs" for c in candidates])
+    except Budget:
+        return selection
+    return next((c for c, failed in zip(candidates, results) if failed), selection)
 
 
 def _shrink_step(prober: Prober, tracker: Tracker, trial: Selection, label: str) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,13 +18,7 @@ from fusecli.app.pipeline import RunOptions
 from fusecli.bisect.check import Verdict
 from fusecli.bisect.oracle import Target
 from fusecli.load.convert import exact_specs
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def comment_safe(text: str) -> str:
-    """One line of ``text`` that cannot leave a ``#`` comment: no newline, CR or control."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+from fusecli.textsafe import one_line
 
 
 def executor_name(requested: str) -> str:
@@ -81,7 +74,7 @@ def write_repro(
     yaml_path = directory / f"{stem}.yaml" if yaml else None
     also = f"  (or {yaml_path.name})" if yaml_path else ""
     lines = [*header, f"run it: fusecli run {py_path.name}{also}"]
-    comment = "".join(f"# {line}\n" for line in lines)
+    comment = "".join(f"# {one_line(line)}\n" for line in lines)
     py_path.write_text(comment + to_python(exact), encoding="utf-8")
     if yaml_path is not None:
         yaml_path.write_text(comment + to_yaml(exact), encoding="utf-8")
@@ -95,6 +88,6 @@ def write_yaml_repro(loaded: Any, path: Path, header: Sequence[str]) -> Path:
     exact = replace(loaded, input_specs=exact_specs(loaded))
     lines = [*header, f"run it: fusecli run {path.name}"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    comment = "".join(f"# {comment_safe(line)}\n" for line in lines)
+    comment = "".join(f"# {one_line(line)}\n" for line in lines)
     path.write_text(comment + to_yaml(exact), encoding="utf-8")
     return path

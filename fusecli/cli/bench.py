@@ -34,11 +34,10 @@ def bench(paths, repeat, no_compile, as_json, graphs) -> int:
       fusecli bench fusions/ --repeat 50
       fusecli bench tests/nvfuser_corpus --graphs --no-compile
     """
-    from rich.console import Console
-
     from fusecli.app.bench import bench_paths, format_table
+    from fusecli.report.terminal import terminal
 
-    errors = Console(stderr=True)
+    errors = terminal(stderr=True)
     with errors.status("benchmarking...") as status:
         rows, report = bench_paths(
             list(paths), repeat, not no_compile,

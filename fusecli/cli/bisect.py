@@ -7,13 +7,19 @@ from pathlib import Path
 
 import click
 
-from fusecli.cli.main import debug_enabled, guarded, warn_fault_injection
-from fusecli.cli.options import check_writable, execution_options
+from fusecli.cli.main import (
+    JsonCommand,
+    debug_enabled,
+    guarded_json,
+    stdout_closing_early,
+    warn_fault_injection,
+)
+from fusecli.cli.options import check_writable, execution_options, timeout_option
 
 _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--git", "git_range", nargs=2, default=None, metavar="GOOD BAD",
               help="Bisect the commits between GOOD and BAD instead; repro files follow --.")
@@ -31,8 +37,7 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
               help="The failure to chase; auto: what the original shows (with --git: any).")
 @click.option("--check-str", default=None,
               help="A failure counts only when its message contains this text.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
-              show_default=True, help="Seconds per question; longer is a hang.")
+@timeout_option(120.0, "Seconds per question; longer is a hang.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run each question up to N times, to catch and report flaky failures.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -42,6 +47,8 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
 @click.option("--no-shrink", is_flag=True, help="Do not shrink input sizes.")
 @click.option("--max-queries", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Stop minimizing after this many questions (the smallest so far is kept).")
+@click.option("--max-seconds", type=click.FloatRange(min=1, max=7 * 86400), default=None,
+              help="Stop minimizing after this many seconds (the smallest so far is kept).")
 @click.option("-o", "--output", "output_dir", type=click.Path(path_type=Path), default=None,
               callback=check_writable,
               help="Folder for repros and replay files (default: a new temporary folder).")
@@ -58,11 +65,11 @@ _KINDS = ["auto", "accuracy", "crash", "hang", "any"]
               "importable; fusecli's reference is then the oracle, and the output folder gets a "
               "plain-nvFuser minimized.py and a report.md to file).")
 @execution_options
-@guarded
+@guarded_json
 def bisect(paths, git_range, repo, oracle_command, build_command, kind, check_str, timeout,
-           repeat, jobs, mode, no_shrink, max_queries, output_dir, force, in_process, no_fork,
-           as_json, engine, executor, device, rules, seed, rtol, atol, tolerance,
-           no_tiebreak) -> int:
+           repeat, jobs, mode, no_shrink, max_queries, max_seconds, output_dir, force,
+           in_process, no_fork, as_json, engine, executor, device, rules, seed, rtol, atol,
+           tolerance, no_tiebreak) -> int:
     """Localize a failure: the first diverging segment, then the smallest repro that fails.
 
     Every question runs in a process of its own with a timeout (forked from a preloaded
@@ -84,19 +91,18 @@ def bisect(paths, git_range, repo, oracle_command, build_command, kind, check_st
                 3 not localized (the repro does not fail alone; only untestable commits),
                 4 missing environment.
     """
-    from rich.console import Console
-
     from fusecli.app.pipeline import RunOptions
     from fusecli.bisect.driver import BisectOptions, GitRange, run_bisect
     from fusecli.bisect.results import GitReport
     from fusecli.errors import InputError
     from fusecli.report.bisect_view import (
+        ProgressLines,
         bisect_json,
         git_json,
-        progress_text,
         render_bisect,
         render_git,
     )
+    from fusecli.report.terminal import terminal
     from fusecli.runtime.faults import FaultInjectionWarning
 
     if git_range is None and (oracle_command is not None or build_command is not None
@@ -118,20 +124,22 @@ def bisect(paths, git_range, repo, oracle_command, build_command, kind, check_st
     options = BisectOptions(
         run=run_options, kind=kind, check_str=check_str, timeout=timeout, repeat=repeat,
         jobs=jobs, isolate=not in_process, fork=not no_fork, mode=mode, shrink=not no_shrink,
-        max_queries=max_queries, output=output_dir,
+        max_queries=max_queries, max_seconds=max_seconds, output=output_dir,
     )
     git = None if git_range is None else GitRange(
         *git_range, repo=repo, command=oracle_command, build=build_command,
         engine=getattr(run_options, "engine", "fusecli"),
     )
-    errors = Console(stderr=True)
+    errors = terminal(stderr=True)
     with errors.status("bisect: starting") as status:
+        lines = ProgressLines(errors.is_terminal)
         report = run_bisect(list(paths), options, git,
-                            progress=lambda p: status.update(progress_text(p)))
-    if as_json:
-        click.echo(git_json(report) if isinstance(report, GitReport) else bisect_json(report))
-    elif isinstance(report, GitReport):
-        render_git(report, Console())
-    else:
-        render_bisect(report, Console())
+                            progress=lambda p: status.update(lines(p)))
+    with stdout_closing_early():
+        if as_json:
+            click.echo(git_json(report) if isinstance(report, GitReport) else bisect_json(report))
+        elif isinstance(report, GitReport):
+            render_git(report, terminal())
+        else:
+            render_bisect(report, terminal())
     return report.exit_code

@@ -31,13 +31,14 @@ def codegen(paths, check, rules, arch, device) -> int:
 
     Exits 3 if a kernel fails to compile under --check.
     """
-    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from fusecli.app.codegen_check import check_fusion
     from fusecli.load import discover, load_path
+    from fusecli.report.terminal import terminal
 
-    console = Console()
+    console = terminal()
     table = Table(title="kernels compiled with NVRTC" if check else None)
     for column in ("fusion", "segment", "scheduler", "status", "detail"):
         table.add_column(column, overflow="fold")
@@ -51,10 +52,11 @@ def codegen(paths, check, rules, arch, device) -> int:
                 if check:
                     detail = _detail(result)
                     style = {"failed": "red", "skipped": "yellow"}.get(result.status, "green")
-                    table.add_row(loaded.name, str(result.segment_id), result.scheduler,
+                    table.add_row(escape(loaded.name), str(result.segment_id), result.scheduler,
                                   f"[{style}]{result.status}[/]", detail)
                     continue
-                console.rule(f"{loaded.name}: segment {result.segment_id} ({result.scheduler})")
+                title = f"{escape(loaded.name)}: segment {result.segment_id}"
+                console.rule(f"{title} ({result.scheduler})")
                 if result.kernel is None:
                     console.print(f"no kernel, runs on ATen: {result.message}")
                 else:

@@ -10,7 +10,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import click
@@ -34,9 +35,14 @@ def debug_enabled() -> bool:
 def fail(message: str, exit_code: int, as_json: bool = False) -> None:
     """Print ``fusecli: error: message`` on stderr and exit; never above 125. ``as_json``
     (the command's ``--json``): stdout still gets its one document, saying so."""
+    from fusecli.report.terminal import escape_controls
+
     if as_json:
-        click.echo(error_document(message))
-    click.echo(f"fusecli: error: {message}", err=True)
+        try:
+            click.echo(error_document(message))
+        except OSError:  # stdout is what failed (a full disk, a closed pipe)
+            _silence_stdout()
+    click.echo(f"fusecli: error: {escape_controls(message)}", err=True)
     sys.exit(min(exit_code, 125))
 
 
@@ -124,12 +130,29 @@ def stdout_reserved() -> Iterator[None]:
 @contextlib.contextmanager
 def stdout_closing_early() -> Iterator[None]:
     """Writing results to a reader that stopped reading (``| head``) is not an error: the
-    command still exits with its own code."""
+    command still exits with its own code. Any other failure to write them (``> /dev/full``,
+    a full disk) is an InputError (exit 2): the results are lost, and no traceback says so."""
+    from fusecli.errors import InputError
+
     try:
         yield
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
+    except OSError as error:
+        _silence_stdout()
+        reason = error.strerror or str(error)
+        raise InputError(f"cannot write the results to stdout: {reason}") from None
+
+
+def note_folder_discovery(paths: Iterable[Path]) -> None:
+    """Say once, on stderr, that the repro scripts found in folders run as Python code."""
+    if any(path.is_dir() for path in paths):
+        click.echo(
+            "fusecli: note: the repro scripts found in folders are executed as Python code "
+            "with your privileges; run only folders you trust",
+            err=True,
+        )
 
 
 def _silence_stdout() -> None:

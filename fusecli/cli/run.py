@@ -11,11 +11,17 @@ from fusecli.cli.main import (
     JsonCommand,
     debug_enabled,
     guarded_json,
+    note_folder_discovery,
     stdout_closing_early,
     stdout_reserved,
     warn_fault_injection,
 )
-from fusecli.cli.options import check_writable, engine_options, execution_options
+from fusecli.cli.options import (
+    check_writable,
+    engine_options,
+    execution_options,
+    timeout_option,
+)
 
 
 @click.command(cls=JsonCommand)
@@ -28,10 +34,9 @@ from fusecli.cli.options import check_writable, engine_options, execution_option
               "(exit 3) instead of running on ATen (expr_eval segments are ATen by design).")
 @click.option("--junit", type=click.Path(path_type=Path), default=None, callback=check_writable,
               help="Also write a JUnit XML report here (one testcase per fusion).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
-              show_default=True,
-              help="Seconds one file may take to load, and each of its fusions to run; past it, "
-              "that fusion is an error (exit 3) and the run goes on.")
+@click.option("--force", is_flag=True, help="Overwrite the --junit file if it exists.")
+@timeout_option(600.0, "Seconds one file may take to load, and each of its fusions to run; "
+                "past it, that fusion is an error (exit 3) and the run goes on.")
 @click.option("--all-calls", is_flag=True,
               help="Check every fd.execute call of a script, not one per fusion and input "
               "signature (dtypes, shapes, strides, devices, scalar values).")
@@ -42,7 +47,7 @@ from fusecli.cli.options import check_writable, engine_options, execution_option
 @engine_options
 @guarded_json
 def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no_tiebreak, verbose,
-        strict, junit, timeout, all_calls, jobs, shard, engine, compare_engines) -> int:
+        strict, junit, force, timeout, all_calls, jobs, shard, engine, compare_engines) -> int:
     """Run fusions (files or directories) and compare every output with eager PyTorch.
 
     \b
@@ -61,15 +66,17 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
     each cluster of failures is attributed to nvFuser or to fusecli's translation by running
     its smallest fusion as a plain nvfuser_direct script.
     """
-    from rich.console import Console
-
     from fusecli.app.attribution import attribute_clusters
     from fusecli.app.corpus import cluster_failures, parse_shard, run_corpus
     from fusecli.app.pipeline import RunOptions
+    from fusecli.errors import InputError
     from fusecli.report.json_view import run_report_json
     from fusecli.report.junit import write_junit
     from fusecli.report.run_view import render_clusters, render_engine_comparisons, render_run
+    from fusecli.report.terminal import terminal
 
+    if junit is not None and junit.is_file() and not force:
+        raise InputError(f"--junit {junit} exists; pass --force to overwrite it")
     warn_fault_injection()
     options = RunOptions(
         executor=executor, device=device, rules=rules, seed=seed, rtol=rtol, atol=atol,
@@ -82,7 +89,8 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
 
         resolve_engine("nvfuser")  # exit 4 now, not once per fusion, when nvFuser is not here
     selected = parse_shard(shard)
-    errors = Console(stderr=True)
+    errors = terminal(stderr=True)
+    note_folder_discovery(paths)
     with stdout_reserved(), errors.status("running...") as status:
         report = run_corpus(
             list(paths), options, jobs=jobs, shard=selected,
@@ -92,20 +100,21 @@ def run(paths, as_json, executor, device, rules, seed, rtol, atol, tolerance, no
         if not report.interrupted:
             status.update("attributing failures...")
             try:
-                attribute_clusters(clusters, options)
+                attribute_clusters(clusters, options, jobs)
             except KeyboardInterrupt as stop:
                 report.interrupted = str(stop) or "interrupted"
     for notice in [*report.notices, *sorted({n for f in report.fusions for n in f.notices})]:
-        errors.print(f"fusecli: note: {notice}", style="dim")
+        errors.print(f"fusecli: note: {notice}", style="dim", markup=False, highlight=False)
     if junit is not None:
         write_junit(report, junit)
     with stdout_closing_early():
         if as_json:
             click.echo(run_report_json(report, clusters))
         else:
-            render_run(report, Console(), errors, verbose=verbose)
-            render_engine_comparisons(report, Console())
-            render_clusters(clusters, Console())
+            console = terminal()
+            render_run(report, console, errors, verbose=verbose)
+            render_engine_comparisons(report, console)
+            render_clusters(clusters, console)
     if report.interrupted:
         errors.print(f"fusecli: {report.interrupted}: the report covers the "
                      f"{len(report.fusions)} fusion(s) that finished", style="bold red")

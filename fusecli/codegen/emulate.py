@@ -59,8 +59,8 @@ inline unsigned __umulhi(unsigned a, unsigned b) {
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline double erfinv(double y) {
-  if (y <= -1.0) return -INFINITY;
-  if (y >= 1.0) return INFINITY;
+  if (!(std::fabs(y) <= 1.0)) return NAN;  // NaN, and outside [-1, 1]
+  if (std::fabs(y) == 1.0 || y == 0.0) return y == 0.0 ? y : std::copysign(INFINITY, y);
   double x = 0.0;
   for (int step = 0; step < 60; ++step) {  // Newton on erf: converges from 0 for |y| < 1
     double slope = 1.1283791670955126 * std::exp(-x * x);
@@ -69,6 +69,21 @@ inline double erfinv(double y) {
   return x;
 }
 inline float erfinvf(float y) { return (float)erfinv((double)y); }
+// erfc(x) = y for y in [0, 2]: -erfcinv(2 - y) above 1 (2 - y exact there); below, Newton on
+// log erfc from sqrt(-log y) (erfc(x) ~ exp(-x^2)), in long double so that erfc of the deep
+// tail (double's smallest subnormal: x ~ 27) does not underflow.
+inline double erfcinv(double y) {
+  if (!(y >= 0.0 && y <= 2.0)) return NAN;
+  if (y > 1.0) return -erfcinv(2.0 - y);
+  if (y == 0.0) return INFINITY;
+  long double x = std::sqrt(-std::log((long double)y)), target = std::log((long double)y);
+  for (int step = 0; step < 60; ++step) {  // log erfc is concave: no overshoot from the right
+    long double tail = std::erfc(x);
+    x += (std::log(tail) - target) * tail / (1.1283791670955126L * std::exp(-x * x));
+  }
+  return (double)x;
+}
+inline float erfcinvf(float y) { return (float)erfcinv((double)y); }
 
 inline void __syncthreads() { if (block_barrier) block_barrier->arrive_and_wait(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }

@@ -132,6 +132,15 @@ template <typename T> __device__ __forceinline__ T maximum_(T a, T b) {
 template <typename T> __device__ __forceinline__ T minimum_(T a, T b) {
   return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
 }
+#if defined(__CUDA_ARCH__)
+// Doubles on the GPU as torch's CUDA kernels: fmax and fmin, which order -0 below +0.
+__device__ __forceinline__ double maximum_(double a, double b) {
+  return (a != a || b != b) ? a + b : fmax(a, b);
+}
+__device__ __forceinline__ double minimum_(double a, double b) {
+  return (a != a || b != b) ? a + b : fmin(a, b);
+}
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 // The same for floats in one instruction (sm_80 and later): NaN if either operand is NaN.
 __device__ __forceinline__ float maximum_(float a, float b) {
@@ -219,10 +228,17 @@ template <typename T> __device__ T int_pow_(T base, T exponent) {
     Section(
         ("lerp_",),
         r"""
-// torch.lerp: exact at both ends.
-template <typename T> __device__ __forceinline__ T lerp_(T start, T end, T weight) {
-  return weight < (T)0.5 ? start + weight * (end - start)
-                         : end - (end - start) * ((T)1 - weight);
+// torch.lerp, exact at both ends: start + weight (end - start) for |weight| < 0.5, else
+// end + (weight - 1) (end - start), each one fused multiply-add as torch's kernels compute it
+// (its CPU kernel calls fmadd; nvcc contracts its CUDA formula), so that lerp(0, max, -1) is
+// -max, not max - 2 max = -inf.
+__device__ __forceinline__ float lerp_(float start, float end, float weight) {
+  const bool small = fabsf(weight) < 0.5f;
+  return fmaf(small ? weight : weight - 1.0f, end - start, small ? start : end);
+}
+__device__ __forceinline__ double lerp_(double start, double end, double weight) {
+  const bool small = fabs(weight) < 0.5;
+  return fma(small ? weight : weight - 1.0, end - start, small ? start : end);
 }
 """,
     ),

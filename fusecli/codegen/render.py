@@ -93,12 +93,12 @@ def _zero_below(args: Sequence[str], dtype: DataType) -> str:
 
 
 def _sign(args: Sequence[str], dtype: DataType) -> str:
+    # torch.sign on both devices: (0 < x) - (x < 0), so NaN and -0 give +0.
     (x,) = args
     if c_class(dtype) is CClass.INT:
-        return f"({x} > 0) - ({x} < 0)"
-    one = _one(dtype)
-    zero = "0.0f" if c_class(dtype) is CClass.FLOAT else "0.0"
-    return f"({x} > {zero} ? {one} : ({x} < {zero} ? -{one} : {x}))"  # keeps NaN and -0
+        return f"(({x} > 0) - ({x} < 0))"
+    register = cdtypes.register_type(dtype)
+    return f"({register})(({x} > 0) - ({x} < 0))"
 
 
 def _signbit(args: Sequence[str], dtype: DataType) -> str:
@@ -143,7 +143,6 @@ def _unsupported(op: str, dtype: DataType) -> str:
 C_OPS: dict[OpType, Render] = {
     # ops that are one CUDA math function, named in their records (``expf``/``exp``)
     **{op: _math(op.definition.cuda, op.value) for op in OpType if op.definition.cuda},
-    OpType.erfcinv: _float_only("erfcinv", lambda x, one: f"erfinv{_f(one)}({one} - {x})"),
     OpType.reciprocal: _float_only("reciprocal", lambda x, one: f"({one} / {x})"),
     OpType.sigmoid: _float_only(
         "sigmoid", lambda x, one: f"({one} / ({one} + exp{_f(one)}(-{x})))"
@@ -223,7 +222,8 @@ C_OPS: dict[OpType, Render] = {
     OpType.lerp: _lerp,
     OpType.clamp: _numeric("clamp", lambda x, lo, hi: f"minimum_(maximum_({x}, {lo}), {hi})"),
     OpType.threshold: _numeric("threshold", lambda x, t, v: f"({x} <= {t} ? {v} : {x})"),
-    OpType.addcmul: _numeric("addcmul", lambda a, b, c, v: f"({a} + {v} * ({b} * {c}))"),
+    # torch's order: (value * b) * c, so that inf * tiny * tiny is inf, not inf * 0 = NaN
+    OpType.addcmul: _numeric("addcmul", lambda a, b, c, v: f"({a} + {v} * {b} * {c})"),
     OpType.add_alpha: _numeric("add_alpha", lambda a, b, alpha: f"({a} + {alpha} * {b})"),
     OpType.sub_alpha: _numeric("sub_alpha", lambda a, b, alpha: f"({a} - {alpha} * {b})"),
 }

@@ -26,6 +26,7 @@ from typing import Any
 
 from fusecli.engines.base import EngineRun, EngineSegmentation, SegmentInfo
 from fusecli.errors import MissingEnvironmentError
+from fusecli.textsafe import one_line
 
 MODULE = "nvfuser_direct"
 DUMP = "segmenter_logging,segmented_fusion"
@@ -188,7 +189,8 @@ def run_direct(loaded: Any) -> tuple[EngineRun, str]:
     run = EngineRun("nvfuser", None, [])
     with captured_stdout() as sink:
         try:
-            exec(compile(definition, f"<{loaded.name}: nvfuser_direct>", "exec"), namespace)
+            where = f"<{one_line(loaded.name)}: nvfuser_direct>"  # a name may hold NUL
+            exec(compile(definition, where, "exec"), namespace)
         except Exception as error:  # nvFuser refused the definition itself
             _failed(run, error)
         else:

@@ -40,6 +40,9 @@ _VALUE_NAME = re.compile(r"\b[TSV]\d+\b")  # fusecli's own messages: T3, S5, V6
 # nvFuser's printed IR too: T5_g_float, i38, iS6, bS2
 _NAME = re.compile(r"\b(?:T\d+(?:_[a-z]+)*(?:_\w+)?|[TSVi]\d+|[ib]S\d+|[ib]\d+)\b")
 _BRACED = re.compile(r"\{[^{}]*\}")
+# A list of domains or groups (``{ iS5{i0}rf; iS7{i0} }``, ``idg{...} idg{...}``) after the
+# braces are emptied: its length follows the fusion's size, so any run of them is one token.
+_DOMAIN_LIST = re.compile(r"(?:<val>|\w+)\{\}\w*(?:[\s;,]+(?:<val>|\w+)\{\}\w*)*")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _SPACE = re.compile(r"\s+")
 MESSAGE_CHARS = 200
@@ -60,6 +63,7 @@ def normalize(text: str) -> str:
     """``normalize_message`` for nvFuser's words: its value and domain names too
     (``T5_g_float``, ``iS6{i0}``), whitespace collapsed."""
     text = _BRACED.sub("{}", _scrubbed(text, _NAME))
+    text = _DOMAIN_LIST.sub("<domains>", text)
     return _SPACE.sub(" ", _NUMBER.sub("N", text)).strip()
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from fusecli.textsafe import one_line
+
 if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
 
@@ -30,9 +32,12 @@ def repro_script(
     header: Sequence[str] = (),
     module: str = "nvfuser",
 ) -> str:
-    """A runnable script: the definition, its inputs (if given) and ``fd.execute(inputs)``."""
+    """A runnable script: the definition, its inputs (if given) and ``fd.execute(inputs)``.
+
+    ``header`` (comment lines) may quote a user's names and paths: each becomes one safe line.
+    """
     function_name = f"nvfuser_fusion_id{fd.id() if fd.id() is not None else 0}"
-    parts = [*(f"# {line}" for line in header)]
+    parts = [*(f"# {one_line(line)}" for line in header)]
     parts += ["import torch", f"from {module} import FusionDefinition, DataType", ""]
     parts.append(definition_text(fd, function_name))
     parts += ["with FusionDefinition() as fd:", f"    {function_name}(fd)", ""]

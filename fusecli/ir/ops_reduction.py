@@ -145,6 +145,13 @@ def _float_input(b: FusionBuilder, op: str, arg: TensorView) -> TensorView:
     return arg
 
 
+# nvFuser's variance_mean refuses these ("there are compilation errors for half precision");
+# its variance (var) computes them through mean and sum, which upcast.
+_NO_VARIANCE_MEAN = frozenset(
+    {DataType.Half, DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2}
+)
+
+
 def var_mean(
     b: FusionBuilder,
     arg: TensorView,
@@ -156,6 +163,9 @@ def var_mean(
     """``var`` (one output) and ``var_mean`` (variance, mean), computed in Float for half types."""
     op = OpType.var_mean if with_mean else OpType.var
     dims = _normalize_reduction_dims(op.value, arg, dims)
+    if with_mean and arg.dtype in _NO_VARIANCE_MEAN:  # csrc/ops/normalization.cpp
+        raise DefinitionError(op.value, f"variance_mean is not supported for "
+                              f"{dt.ir_name(arg.dtype)} please upcast to float")
     arg = _float_input(b, op.value, arg)
     real = dt.complex_to_real(arg.dtype)
     variance = TensorView(dtype=real, domain=_reduced_domain(arg, dims))

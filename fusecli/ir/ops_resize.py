@@ -18,7 +18,7 @@ from fusecli.ir.builder import (
     normalize_dim,
     same_extent,
 )
-from fusecli.ir.dtype import DataType, Operand, Promotion
+from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import (
     Extent,
     ExtentOp,
@@ -206,12 +206,13 @@ def cat(
                 f"expected: {rank}",
             )
     dim = normalize_dim("cat", dim, rank)
-    common, _ = dt.promote(
-        [Operand(t.dtype, True, t.ndim) for t in tensors], Promotion.NO_HALF_TO_FLOAT
-    )
-    from fusecli.ir.ops_elementwise import cast
-
-    tensors = [cast(b, t, common) for t in tensors]
+    dtype = tensors[0].dtype
+    for tensor in tensors:  # csrc/ops/alias.cpp cat: no promotion, as torch.cat would do
+        if tensor.dtype is not dtype:
+            raise DefinitionError(
+                "cat", f"Can't concatenate tensors with different data types: "
+                f"{dt.ir_name(dtype)}, {dt.ir_name(tensor.dtype)}",
+            )
     domain = []
     for axis in range(rank):
         column = [t.logical[axis] for t in tensors]
@@ -237,7 +238,7 @@ def cat(
             IterDomain.broadcast(next((d.expanded for d in column if d.expanded), None))
             if all(d.is_broadcast for d in column) else IterDomain.iteration(extent)
         )
-    out = TensorView(dtype=common, domain=tuple(domain))
+    out = TensorView(dtype=dtype, domain=tuple(domain))
     b.emit(OpType.cat, tensors, [out], dim=dim, manual_padding=bool(manual_padding))
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -98,31 +99,66 @@ def _load_embedded(path: Path, extracted: Extracted, **options) -> list[LoadedFu
 def discover(paths: Iterable[str | Path], skipped: list[Path] | None = None) -> list[Path]:
     """Files as given, and folders expanded (recursively) into their repro files, sorted.
 
-    Inside folders, only files that look like repros are taken: Python that imports
-    ``nvfuser``, ``nvfuser_direct`` or fusecli or names ``FusionDefinition`` (a ``setup.py`` or a
-    helper module is code that runs with the user's privileges, and no repro), and YAML with a
-    ``fusecli_yaml`` version. Files whose name starts with ``_`` or ``.`` and README files are
-    skipped too. Text files (``.md``, ``.txt``, ``.log``, ...) are taken when they hold an
-    embedded repro and passed over silently otherwise. A file named explicitly is always kept.
-    Code files passed over for not looking like repros are appended to ``skipped``.
+    Repro scripts run as code with the user's privileges, so inside folders only files that
+    look like repros are taken: Python that imports ``nvfuser``, ``nvfuser_direct`` or fusecli
+    or names ``FusionDefinition``, and YAML with a ``fusecli_yaml`` version. Never taken from a
+    folder: ``setup.py``, ``conftest.py`` and test modules (``test_*.py``, ``*_test.py``: they
+    run under pytest, not as scripts), files whose name starts with ``_`` or ``.``, README
+    files, and anything inside hidden folders, ``__pycache__``, virtual environments (``venv``,
+    ``.venv``, any folder holding a ``pyvenv.cfg`` or ``conda-meta``), ``site-packages`` and
+    ``node_modules``.
+    Text files (``.md``, ``.txt``, ``.log``, ...) are taken when they hold an embedded repro and
+    passed over silently otherwise. A file named explicitly is always kept. Code files passed
+    over for their name or for not looking like repros are appended to ``skipped``.
     """
     found: list[Path] = []
     for path in map(Path, paths):
         if not path.is_dir():
             found.append(path)
             continue
-        for candidate in sorted(path.rglob("*")):
-            if (
-                not candidate.is_file()
-                or candidate.suffix.lower() not in SUFFIXES
-                or _skipped(candidate.relative_to(path))
-            ):
+        for candidate in _files_below(path):
+            suffix = candidate.suffix.lower()
+            if suffix not in SUFFIXES or _never_a_repro(candidate.name):
                 continue
-            if looks_like_repro(candidate):
+            if not _not_a_script(candidate.name) and looks_like_repro(candidate):
                 found.append(candidate)
-            elif skipped is not None and candidate.suffix.lower() not in TEXT_SUFFIXES:
+            elif skipped is not None and suffix not in TEXT_SUFFIXES:
                 skipped.append(candidate)
     return found
+
+
+_ENVIRONMENT_FOLDERS = frozenset({"site-packages", "dist-packages", "node_modules", "venv"})
+_ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")  # a virtual or conda environment's root
+
+
+def _files_below(folder: Path) -> list[Path]:
+    """The files below ``folder``, sorted, without descending into folders that hold no
+    repros: hidden ones, ``_``-prefixed ones (``__pycache__``), virtual environments and
+    package trees. Symbolic links to folders are not followed (no loops)."""
+    files: list[Path] = []
+    for root, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if _may_hold_repros(Path(root) / name)]
+        files += [Path(root) / name for name in names if (Path(root) / name).is_file()]
+    return sorted(files)
+
+
+def _may_hold_repros(folder: Path) -> bool:
+    if folder.name.startswith(("_", ".")) or folder.name.lower() in _ENVIRONMENT_FOLDERS:
+        return False
+    return not any((folder / marker).exists() for marker in _ENVIRONMENT_MARKERS)
+
+
+def _never_a_repro(name: str) -> bool:
+    """Names discovery passes over silently: hidden and private files, READMEs."""
+    return name.startswith(("_", ".")) or Path(name).stem.upper() == "README"
+
+
+def _not_a_script(name: str) -> bool:
+    """Python that runs under a tool, not as a script: packaging and pytest's files."""
+    lowered = name.lower()
+    return lowered in ("setup.py", "conftest.py") or (
+        lowered.endswith(".py") and (lowered.startswith("test_") or lowered.endswith("_test.py"))
+    )
 
 
 _PYTHON_REPRO = re.compile(
@@ -150,12 +186,6 @@ def looks_like_repro(path: Path) -> bool:
         return True
     pattern = _PYTHON_REPRO if suffix == ".py" else _YAML_REPRO
     return pattern.search(text) is not None
-
-
-def _skipped(relative: Path) -> bool:
-    if any(part.startswith(("_", ".")) for part in relative.parts):
-        return True  # also __pycache__ and hidden folders
-    return relative.stem.upper() == "README"
 
 
 __all__ = [

@@ -11,6 +11,7 @@ expression that reproduces exactly what the YAML file loads.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,9 @@ from fusecli.runtime.bind import flatten_inputs
 DEFINITION_FUNCTION = "nvfuser_fusion"  # the function name written in YAML definitions
 FORMATS = {"yaml": (".yaml", ".yml"), "python": (".py",), "direct": (".py",)}
 _VECTOR = re.compile(r"^(\s+)(V\d+) = fd\.define_vector\((.*)\)$")
+_TENSOR = re.compile(r"^(\s+T\d+ = fd\.define_tensor\()(.*)\)$")
+_CONTIGUITY = re.compile(r"contiguity=\[[^\]]*\]")
+_ORDERED_OUTPUT = re.compile(r"^(\s+)fd\.add_output\((T\d+), stride_order=(\[[^\]]*\])\)$")
 
 
 def input_specs(loaded: LoadedFusion) -> tuple[InputSpec, ...]:
@@ -76,7 +80,9 @@ def to_direct(loaded: LoadedFusion, *, imports: bool = True, device: str = "cuda
     ``keepdim=``, ``contiguity=``), which the direct frontend takes. It has no ``define_vector``:
     a vector of scalars becomes the plain list of them; a vector of ``n`` values bound at
     execute becomes ``n`` scalar inputs (``fd.execute`` takes them flattened, as the
-    converted inputs are).
+    converted inputs are). Its ``add_output`` takes no ``stride_order``: the output is
+    ``fd.ops.stride_order(T, stride_order=...)`` instead. It rejects a contiguity other than
+    None on a broadcast (size-1) dimension, which the legacy frontend took: that becomes None.
     """
     script = to_python(loaded, imports=imports, device=device)
     script = script.replace(
@@ -85,6 +91,16 @@ def to_direct(loaded: LoadedFusion, *, imports: bool = True, device: str = "cuda
     )
     lines = []
     for line in script.split("\n"):
+        line = _direct_contiguity(line)
+        ordered = _ORDERED_OUTPUT.match(line)
+        if ordered is not None:
+            indent, name, order = ordered.groups()
+            ordered_name = f"{name}_ordered"
+            lines.append(
+                f"{indent}{ordered_name} = fd.ops.stride_order({name}, stride_order={order})"
+            )
+            lines.append(f"{indent}fd.add_output({ordered_name})")
+            continue
         match = _VECTOR.match(line)
         if match is None:
             lines.append(line)
@@ -98,6 +114,32 @@ def to_direct(loaded: LoadedFusion, *, imports: bool = True, device: str = "cuda
         lines += [f"{indent}{s} = fd.define_scalar(dtype=DataType.Int)" for s in scalars]
         lines.append(f"{indent}{name} = [{', '.join(scalars)}]")
     return "\n".join(lines)
+
+
+def _direct_contiguity(line: str) -> str:
+    """A ``define_tensor`` line with None as the contiguity of each broadcast (size-1) dim.
+
+    Contiguity is listed in allocation order: logical dim ``i`` sits at position
+    ``rank - 1 - stride_order[i]`` (at ``i`` without a stride order).
+    """
+    match = _TENSOR.match(line)
+    if match is None:
+        return line
+    call = ast.parse(f"f({match.group(2)})", mode="eval").body
+    assert isinstance(call, ast.Call)
+    wanted = ("shape", "contiguity", "stride_order")
+    given = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg in wanted}
+    shape, contiguity = given.get("shape"), given.get("contiguity")
+    if not isinstance(shape, list) or not isinstance(contiguity, list):
+        return line
+    order = given.get("stride_order") or []
+    rank = len(shape)
+    for dim, size in enumerate(shape):
+        position = rank - 1 - order[dim] % rank if order else dim  # negative orders wrap
+        if size == 1 and 0 <= position < len(contiguity):
+            contiguity[position] = None
+    fixed = "contiguity=[" + ", ".join(str(c) for c in contiguity) + "]"
+    return _CONTIGUITY.sub(fixed, line, count=1)
 
 
 EXACT_LIMIT = 1 << 20  # elements of one input's storage written out exactly

@@ -230,8 +230,23 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
-    style = "|" if "\n" in text else None
+    # A character YAML would read back as another (NEL, a line or paragraph separator, a lone
+    # surrogate) or not at all is written in a double-quoted string, escaped.
+    if any(not char.isprintable() and char not in "\n\t" for char in text):
+        style = '"'
+    else:
+        style = "|" if "\n" in text else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+class _OneLine(str):
+    """A name or a note from the user's file: written on one line, in a double-quoted string
+    with escapes when it holds a newline or another character that is not printable."""
+
+
+def _represent_one_line(dumper: yaml.SafeDumper, text: _OneLine) -> yaml.Node:
+    style = None if text.isprintable() else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(text), style=style)
 
 
 def _represent_flow(dumper: yaml.SafeDumper, mapping: _Flow) -> yaml.Node:
@@ -239,6 +254,7 @@ def _represent_flow(dumper: yaml.SafeDumper, mapping: _Flow) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(_OneLine, _represent_one_line)
 _Dumper.add_representer(_Flow, _represent_flow)
 
 
@@ -246,7 +262,12 @@ def dump_document(name: str | None, definition: str, specs: Sequence[InputSpec])
     """One document in the format ``parse_documents`` reads."""
     document: dict[str, Any] = {VERSION_KEY: FORMAT_VERSION}
     if name is not None:
-        document["name"] = name
+        document["name"] = _OneLine(name)
     document["definition"] = definition
-    document["inputs"] = [_Flow(spec_fields(spec)) for spec in specs]
+    document["inputs"] = []
+    for spec in specs:
+        fields = spec_fields(spec)
+        if "note" in fields:
+            fields["note"] = _OneLine(fields["note"])
+        document["inputs"].append(_Flow(fields))
     return yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)

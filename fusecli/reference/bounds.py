@@ -24,9 +24,13 @@ terms it sums, moving every operand up would cancel, so:
 - ``prod``, ``var``, ``var_mean`` and ``welford`` move each element in the direction that
   raises its output (the sign of the gradient), so that its contributions add.
 
-A Float scalar operand is held in float32 by eager torch and by an executor, in float64 here:
-it carries half an ulp of its dtype in ``hard`` (the same rounding on both sides: 0 in
-``tight``).
+A float scalar operand is rounded by eager torch and by an executor alike to the dtype it is
+held in, and kept in float64 here: it carries half an ulp of that dtype at its magnitude in
+``hard`` (the same rounding on both sides: 0 in ``tight``). It is held in its own
+dtype (the IR casts it to the one arithmetic computes in), or in the output's where that is
+narrower and the op stores the scalar without arithmetic (``full``, ``pad``'s value, ``where``,
+``clamp``) or computes in the output's dtype (``iota``): a Double -3.38953e38 filled into
+bfloat16 is bfloat16's largest value, 1.4e31 away.
 
 An expr's own roundings, relative to a magnitude ``|y|`` (``u(T) = eps(T) / 2``):
 
@@ -39,14 +43,14 @@ An expr's own roundings, relative to a magnitude ``|y|`` (``u(T) = eps(T) / 2``)
 - a value held in (or cast to) a dtype ``T`` narrower than its arithmetic: ``u(T) |y|`` (and
   half of ``T``'s smallest subnormal) more in ``hard``, and ``tight`` reset as above; a narrow
   linear with a bias may also round its product before adding the bias, and a narrow attention
-  its probabilities (``_inner_rounding``);
+  its probabilities (``inner_rounding``);
 - a sum, scan, matmul or normalization over ``n`` elements: ``K (ceil(log2 n) + sqrt(n)) u
   S``, where ``S`` is the result over ``|x|`` (``sum |x|``, ``|A| |B|``): a tree of
   ``log2 n`` levels over serial partial sums whose roundings grow like a random walk; a product
   of ``n`` factors ``K (n - 1) u |y|``; a variance also the square of its mean's error, the one
-  second-order term that matters (``_mean_error_squared``);
+  second-order term that matters (``mean_error_squared``);
 - underflow: an absolute ``K`` smallest normals over ``eps`` of the arithmetic's dtype
-  (``_underflow``).
+  (``underflow``).
 
 Where moving an operand makes a finite result infinite or NaN (``log`` of a value that may be
 0), the bound there is infinite: nothing can be said. Where the result itself is not finite the
@@ -65,8 +69,16 @@ from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Scalar, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.reference.context import OpContext
-
-ULPS_PER_OP = 4  # K above
+from fusecli.reference.roundings import (
+    ULPS_PER_OP,
+    half_ulp,
+    inner_rounding,
+    mean_error_squared,
+    real_float,
+    term_magnitude,
+    underflow,
+    unit_roundoff,
+)
 
 _MOVES_DATA = frozenset({
     OpKind.SET, OpKind.BROADCAST, OpKind.EXPAND, OpKind.RESHAPE, OpKind.PERMUTE,
@@ -76,9 +88,9 @@ _SELECTS = frozenset({
     OpType.max, OpType.min, OpType.minimum, OpType.maximum, OpType.where, OpType.clamp,
     OpType.threshold, OpType.abs, OpType.neg, OpType.relu, OpType.sign, OpType.ceil,
     OpType.floor, OpType.round, OpType.trunc, OpType.real, OpType.imag, OpType.cummin,
-    OpType.cummax,
+    OpType.cummax, OpType.full,  # full: every element is its fill
 })
-_NO_BOUNDS = frozenset({OpKind.CREATE, OpKind.RANDOM, OpKind.SCALAR})
+_NO_BOUNDS = frozenset({OpKind.RANDOM, OpKind.SCALAR})
 _PRODUCTS = frozenset({OpKind.MATMUL, OpKind.ATTENTION})  # |operands|
 _ALIGNED = frozenset({OpType.prod, OpType.cumprod, OpType.var, OpType.var_mean,
                       OpType.welford})  # by gradient
@@ -97,17 +109,6 @@ class Bounds:
 UNKNOWN = "unknown"  # a value whose bounds could not be computed: nothing downstream has any
 
 
-def unit_roundoff(dtype: torch.dtype) -> float:
-    """Half an ulp relative to the value, ``eps / 2``; 0 for exact (integer, bool) dtypes."""
-    if not dtype.is_floating_point:
-        return 0.0
-    return torch.finfo(dtype).eps / 2
-
-
-def _real_float(value: object) -> bool:
-    return isinstance(value, torch.Tensor) and value.is_floating_point()
-
-
 def expr_bounds(
     expr: Expr,
     ctx: OpContext,
@@ -122,7 +123,7 @@ def expr_bounds(
     of values computed so far, by uid (a fusion input has none: its bits are the same on every
     side).
     """
-    if expr.op.kind in _NO_BOUNDS or not any(_real_float(r) for r in results):
+    if expr.op.kind in _NO_BOUNDS or not any(real_float(r) for r in results):
         return [None] * len(results)
     if any(known.get(v.uid) is UNKNOWN for v in expr.inputs if isinstance(v, TensorView)):
         return [UNKNOWN] * len(results)
@@ -131,7 +132,7 @@ def expr_bounds(
     # sum's rounding growth (sum |x|, |A| |B|).
     at_magnitudes = None
     if expr.op.kind in _PRODUCTS or (expr.op.kind in _SUMS and expr.op not in _SELECTS):
-        at_magnitudes = _evaluate(rule, ctx, [o.abs() if _real_float(o) else o for o in operands])
+        at_magnitudes = _evaluate(rule, ctx, [o.abs() if real_float(o) else o for o in operands])
     propagated_hard = _propagate(expr, ctx, rule, operands, results, moved, "hard", at_magnitudes)
     propagated_tight = _propagate(
         expr, ctx, rule, operands, results, moved, "tight", at_magnitudes
@@ -139,15 +140,15 @@ def expr_bounds(
     growth = _growth(expr, operands, results, at_magnitudes)
     # A sum of products rounds relative to |A| |B|, a sum of terms to the terms, not to |y|.
     products = at_magnitudes if expr.op.kind in _PRODUCTS else None
-    sum_of_terms = _term_magnitude(expr.op, operands)
+    sum_of_terms = term_magnitude(expr.op, operands)
     bounds: list[Bounds | str | None] = []
     for index, (out, result) in enumerate(zip(expr.outputs, results, strict=True)):
-        if not _real_float(result) or not isinstance(out, TensorView):
+        if not real_float(result) or not isinstance(out, TensorView):
             bounds.append(None)
             continue
         magnitude = result.abs()
         terms = sum_of_terms
-        if products is not None and _real_float(products[index]):
+        if products is not None and real_float(products[index]):
             terms = products[index].to(torch.float64).abs()
         if terms is not None:
             magnitude = torch.maximum(magnitude, torch.as_tensor(terms, dtype=magnitude.dtype))
@@ -156,14 +157,14 @@ def expr_bounds(
         arithmetic = ULPS_PER_OP * unit_roundoff(computed_in)
         own = 0.0 if (expr.op.kind in _MOVES_DATA or expr.op in _SELECTS
                       or expr.op.kind is OpKind.CAST) else arithmetic
-        floor = _underflow(computed_in) if own else 0.0
+        floor = underflow(computed_in) if own else 0.0
         hard = propagated_hard[index] + own * magnitude + floor + growth[index]
         tight = propagated_tight[index] + own * magnitude + floor + growth[index]
         narrow = unit_roundoff(held) > unit_roundoff(torch.float32)
         if expr.op.kind is OpKind.CAST or (narrow and own):
             info = torch.finfo(held)
             hard = hard + unit_roundoff(held) * magnitude + info.smallest_normal * info.eps / 2
-            inner = unit_roundoff(held) * _inner_rounding(expr, operands, result) if index == 0 \
+            inner = unit_roundoff(held) * inner_rounding(expr, operands, result) if index == 0 \
                 else 0.0
             hard = hard + inner
             if narrow and expr.op.kind in _PRODUCTS:
@@ -174,7 +175,7 @@ def expr_bounds(
             elif narrow:
                 tight = torch.zeros_like(tight)
         if expr.op in _VARIANCES and index == _VARIANCES[expr.op]:
-            second_order = _mean_error_squared(expr, ctx, operands, result, moved)
+            second_order = mean_error_squared(expr, ctx, operands, result, moved)
             hard, tight = hard + second_order, tight + second_order
         finite = torch.isfinite(result)
         bounds.append(Bounds(
@@ -184,73 +185,7 @@ def expr_bounds(
     return bounds
 
 
-# Sums of terms, by the magnitude of each term: their rounding is relative to the terms, not to
-# a result that cancels (``a + v b c`` near 0 is computed with fused or separate roundings).
-_TERMS: dict[OpType, Callable[..., object]] = {
-    OpType.add: lambda a, b: a + b,
-    OpType.sub: lambda a, b: a + b,
-    OpType.add_alpha: lambda a, b, alpha: a + alpha * b,
-    OpType.sub_alpha: lambda a, b, alpha: a + alpha * b,
-    OpType.addcmul: lambda a, b, c, value: a + value * b * c,
-    OpType.lerp: lambda start, end, weight: start + weight * (start + end),
-}
-
-
-def _term_magnitude(op: OpType, operands: Sequence[object]) -> object | None:
-    """The sum of the magnitudes of a sum's terms (``_TERMS``); None for other ops."""
-    terms = _TERMS.get(op)
-    if terms is None or len(operands) != terms.__code__.co_argcount:
-        return None
-    if not all(isinstance(o, torch.Tensor | int | float) for o in operands):
-        return None
-    return terms(*(abs(o) for o in operands))
-
-
 _VARIANCES = {OpType.var: 0, OpType.var_mean: 0, OpType.welford: 1}  # the variance's output
-
-
-def _mean_error_squared(expr, ctx, operands, result, moved) -> torch.Tensor | float:
-    """A variance's second-order term: the deviations are taken from a mean that errs by
-    ``d``, which adds ``n d^2`` to their sum of squares (first order sees nothing, as the
-    derivative by the mean is 0; a variance of nearly equal values is all this term)."""
-    x = operands[0]
-    if not _real_float(x) or x.numel() == 0 or result.numel() == 0:
-        return 0.0
-    dims = tuple(d % x.dim() for d in ctx.attr("dims")) if x.dim() else ()
-    count = x.numel() // result.numel()
-    if count <= 1:
-        return 0.0
-    factor = ULPS_PER_OP * unit_roundoff(torch.float32) * (
-        math.ceil(math.log2(count)) + math.sqrt(count)
-    )
-    deviation = factor * x.abs().mean(dim=dims) if dims else factor * x.abs()
-    if 0 in moved:
-        carried = moved[0].hard.expand(x.shape)
-        deviation = deviation + (carried.mean(dim=dims) if dims else carried)
-    deviation = deviation.reshape(result.shape)
-    correction = 0 if expr.op is OpType.welford else int(ctx.attr("correction"))
-    return deviation**2 * count / max(count - correction, 1)
-
-
-def _inner_rounding(expr: Expr, operands: Sequence[object], result: torch.Tensor):
-    """A value a narrow matmul or attention may round to its dtype on the way: the product
-    before a linear's bias is added (eager torch on the CPU rounds it, then the sum), the
-    probabilities before they weight the values (flash attention)."""
-    if expr.op is OpType.linear and len(operands) == 3 and _real_float(operands[2]):
-        return (result - operands[2]).abs()
-    if expr.op.kind is OpKind.ATTENTION:
-        value = operands[2]
-        return value.abs().amax() if _real_float(value) and value.numel() else 0.0
-    return 0.0
-
-
-def _underflow(dtype: torch.dtype) -> float:
-    """The absolute error allowed near the bottom of ``dtype``'s range: ``K`` smallest normals
-    over ``eps`` (4e-31 for float32). A result near underflow may be flushed to 0 or lose its
-    bits as a subnormal, and a formula may pass through an overflow on the way (``x / (1 +
-    exp(-x))`` is -0.0 for x below -88.7, where silu is -2e-37)."""
-    info = torch.finfo(dtype)
-    return ULPS_PER_OP * info.smallest_normal / info.eps
 
 
 def _moved_operands(
@@ -258,19 +193,31 @@ def _moved_operands(
 ) -> dict[int, Bounds]:
     """Operand position -> its bounds, for the real float tensor operands that have any."""
     moved = {}
+    stored_in = _scalars_stored_in(expr)
     for position, (value, operand) in enumerate(zip(expr.inputs, operands)):
         if isinstance(value, Scalar) and isinstance(operand, float):
-            # A Float scalar is held in float32 by eager torch and an executor alike (the same
-            # rounding), in float64 here: half an ulp of its dtype from the exact value.
+            # Rounded to the dtype it is held in on both sides, exact here (module docstring).
             held = dt.to_torch(value.dtype) if dt.is_floating(value.dtype) else torch.float64
+            if stored_in is not None and unit_roundoff(stored_in) > unit_roundoff(held):
+                held = stored_in
             if held != torch.float64 and math.isfinite(operand):
-                exact = torch.tensor(unit_roundoff(held) * abs(operand), dtype=torch.float64)
+                exact = torch.tensor(half_ulp(operand, held), dtype=torch.float64)
                 moved[position] = Bounds(exact, torch.zeros_like(exact))
             continue
         bounds = known.get(value.uid) if isinstance(value, TensorView) else None
-        if bounds is not None and _real_float(operand):
+        if bounds is not None and real_float(operand):
             moved[position] = bounds
     return moved
+
+
+def _scalars_stored_in(expr: Expr) -> torch.dtype | None:
+    """The floating dtype an op stores its scalar operands in without an IR cast: its
+    output's, for data movement, selections and creation; None for arithmetic."""
+    out = expr.outputs[0] if expr.outputs else None
+    stores = expr.op.kind in _MOVES_DATA or expr.op in _SELECTS or expr.op.kind is OpKind.CREATE
+    if not (stores and isinstance(out, TensorView) and dt.is_floating(out.dtype)):
+        return None
+    return dt.to_torch(out.dtype)
 
 
 def _evaluate(rule, ctx, operands) -> tuple[object, ...]:
@@ -279,7 +226,7 @@ def _evaluate(rule, ctx, operands) -> tuple[object, ...]:
 
 
 def _change(moved: object, base: object) -> torch.Tensor | float:
-    if not (_real_float(moved) and _real_float(base)):
+    if not (real_float(moved) and real_float(base)):
         return 0.0
     moved = moved.to(torch.float64)
     change = (moved - base).abs()
@@ -294,7 +241,7 @@ def _propagate(
     A sum of products moves from ``at_magnitudes``, the rule over |operands|."""
     total: list[torch.Tensor | float] = [0.0] * len(results)
     products = expr.op.kind in _PRODUCTS
-    base_operands = [o.abs() if products and _real_float(o) else o for o in operands]
+    base_operands = [o.abs() if products and real_float(o) else o for o in operands]
     base = at_magnitudes if products else tuple(results)
     for position, bounds in moved.items():
         step = getattr(bounds, which)
@@ -348,7 +295,7 @@ def _gradient_sign(rule, ctx, operands, position, index) -> torch.Tensor:
         arguments = list(operands)
         arguments[position] = leaf
         result = _evaluate(rule, ctx, arguments)[index]
-        if not _real_float(result) or not result.requires_grad:
+        if not real_float(result) or not result.requires_grad:
             return torch.ones_like(leaf)
         (gradient,) = torch.autograd.grad(result.sum(), leaf, allow_unused=True)
     if gradient is None:
@@ -361,7 +308,7 @@ def _growth(expr, operands, results, at_magnitudes) -> list[torch.Tensor | float
     accumulated in float32. ``at_magnitudes`` is the rule over |operands|."""
     if expr.op.kind not in _SUMS or expr.op in _SELECTS:  # max and min select: exact
         return [0.0] * len(results)
-    first = next((o for o in operands if _real_float(o)), None)
+    first = next((o for o in operands if real_float(o)), None)
     if first is None:
         return [0.0] * len(results)
     size = _terms(expr, operands, results, first)
@@ -369,15 +316,15 @@ def _growth(expr, operands, results, at_magnitudes) -> list[torch.Tensor | float
         return [0.0] * len(results)
     unit = ULPS_PER_OP * unit_roundoff(torch.float32)
     if expr.op in (OpType.prod, OpType.cumprod):
-        return [unit * (size - 1) * r.abs() if _real_float(r) else 0.0 for r in results]
+        return [unit * (size - 1) * r.abs() if real_float(r) else 0.0 for r in results]
     factor = unit * (math.ceil(math.log2(size)) + math.sqrt(size))
     growth: list[torch.Tensor | float] = []
     for result, magnitude in zip(results, at_magnitudes):
-        if not _real_float(result):
+        if not real_float(result):
             growth.append(0.0)
             continue
         scale = result.abs()
-        if _real_float(magnitude) and magnitude.shape == result.shape:
+        if real_float(magnitude) and magnitude.shape == result.shape:
             scale = torch.maximum(scale, magnitude.to(torch.float64).abs())
         growth.append(factor * scale)
     return growth

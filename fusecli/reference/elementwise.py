@@ -2,11 +2,11 @@
 
 Each entry is the expression a user would write for the op: Python's operators where the op has
 one, ``torch.special``'s name for the special functions, and the textbook identity where torch
-has no function of that name (``erfcinv`` through the normal quantile, ``frac`` as the remainder
-of division by 1). This table is the independent answer the executors are checked against, so
-it is written without looking at theirs. Promotion has already happened in the IR (operands
-arrive cast to the compute dtype), so a rule only computes; the interpreter converts the result
-to the output's IR dtype afterwards. Scalar operands arrive as 0-dim tensors of their own dtype.
+has no function of that name (``erfcinv`` through the normal quantile). This table is the
+independent answer the executors are checked against, so it is written without looking at
+theirs. Promotion has already happened in the IR (operands arrive cast to the compute dtype), so
+a rule only computes; the interpreter converts the result to the output's IR dtype afterwards.
+Scalar operands arrive as 0-dim tensors of their own dtype.
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ from fusecli.reference.context import OpContext, with_stride_order
 Tensor = torch.Tensor
 
 
-def _fractional_part(x: Tensor) -> Tensor:
-    """x mod 1 with the sign of x, exactly (fmod never rounds): -2.75 -> -0.75."""
-    return torch.fmod(x, 1)
-
-
 def _inverse_erfc(x: Tensor) -> Tensor:
-    """erfc(y) = 2 Φ(-y √2), so erfc⁻¹(x) = -Φ⁻¹(x / 2) / √2 with Φ the standard normal CDF."""
-    return -torch.special.ndtri(x / 2) * math.sqrt(0.5)
+    """erfc(y) = 2 Φ(-y √2), so erfc⁻¹(x) = -Φ⁻¹(x / 2) / √2 with Φ the standard normal CDF.
+
+    In double, so that x / 2 of a float subnormal stays nonzero; NaN below 0 (a negative
+    subnormal halves to -0, whose quantile is -inf); adding +0 makes erfc⁻¹(1) CUDA's +0.
+    """
+    wide = x.double()
+    inverse = -torch.special.ndtri(wide / 2) * math.sqrt(0.5) + 0.0
+    return torch.where(wide < 0, math.nan, inverse).to(x.dtype)
 
 
 UNARY: dict[OpType, Callable[[Tensor], Tensor]] = {
@@ -46,7 +47,7 @@ UNARY: dict[OpType, Callable[[Tensor], Tensor]] = {
     OpType.floor: torch.floor,
     OpType.trunc: torch.fix,  # round toward zero
     OpType.round: torch.special.round,  # half to even, as nvFuser's nearbyint
-    OpType.frac: _fractional_part,
+    OpType.frac: torch.frac,  # x - trunc(x): +0 for -0 and negative integers
     # powers, exponentials and logarithms
     OpType.sqrt: torch.sqrt,
     OpType.rsqrt: torch.rsqrt,
@@ -166,9 +167,9 @@ def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
 
 
 def _threshold(x: Tensor, threshold: Tensor, value: Tensor) -> Tensor:
-    """x where it is above the threshold, else ``value``; NaN is never at or below it: it stays."""
-    keep = torch.logical_or(x > threshold, torch.isnan(x))
-    return torch.where(keep, x, value)
+    """``value`` where x is at or below the threshold, else x: torch's kernel
+    (``x <= threshold ? value : x``), so a NaN x or a NaN threshold keeps x."""
+    return torch.where(x <= threshold, value, x)
 
 
 def _addcmul(a: Tensor, b: Tensor, c: Tensor, value: Tensor) -> Tensor:

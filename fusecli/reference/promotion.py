@@ -26,9 +26,10 @@ _FLOAT_OPS = (
 _DEFAULT_OPS = (
     "neg sign add sub mul div mod fmod remainder pow minimum maximum bitwise_and bitwise_or "
     "bitwise_xor bitwise_left_shift bitwise_right_shift logical_right_shift gcd lerp addcmul "
-    "add_alpha sub_alpha clamp threshold"
+    "add_alpha sub_alpha"
 )
-_SAME_OPS = "ceil floor frac relu round silu trunc bitwise_not"
+# clamp and threshold: newValLike(in, in->getDataType()), bounds cast to it (ops/arith.cpp)
+_SAME_OPS = "ceil floor frac relu round silu trunc bitwise_not clamp threshold"
 _BOOL_OPS = (
     "eq ne lt le gt ge logical_and logical_or logical_not isfinite isinf isnan isneginf "
     "isposinf isreal signbit"

@@ -4,6 +4,8 @@ failure clusters for ``fusecli run``."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any
 
 from rich.console import Console, Group
@@ -27,6 +29,33 @@ def progress_text(progress: Progress) -> str:
     detail = f": {progress.detail}" if progress.detail else ""
     return (f"bisect {progress.phase}{detail}  [{progress.queries} queries, "
             f"{progress.elapsed:.1f}s]")
+
+
+class ProgressLines:
+    """Progress for a status line, and, where stderr is no terminal (CI logs, ``2> file``),
+    as plain lines: none in the first ``after`` seconds (a bad file's error stays the one
+    line on stderr), then one per phase change and at most one every ``every`` seconds.
+    ``FUSECLI_PROGRESS_AFTER`` sets ``after``."""
+
+    def __init__(self, is_terminal: bool, every: float = 15.0, after: float | None = None) -> None:
+        self.is_terminal, self.every = is_terminal, every
+        if after is None:
+            try:
+                after = float(os.environ.get("FUSECLI_PROGRESS_AFTER", "5"))
+            except ValueError:
+                after = 5.0
+        self.after = after
+        self.phase: str | None = None
+        self.last = -every
+
+    def __call__(self, progress: Progress) -> str:
+        text = progress_text(progress)
+        if not self.is_terminal and progress.elapsed >= self.after and (
+            progress.phase != self.phase or progress.elapsed - self.last >= self.every
+        ):
+            self.phase, self.last = progress.phase, progress.elapsed
+            print(text, file=sys.stderr, flush=True)
+        return text
 
 
 # -- fusion bisect -------------------------------------------------------------------------------

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from fusecli.app.explain import ExplainOutcome
+from fusecli.app.explain import ExplainOutcome, ExplainReport, FileFailure
 from fusecli.engines.compare import EngineComparison
 from fusecli.engines.nvfuser_log import NvfuserSegmentation
-from fusecli.report.segmentation_view import explain_record, render_explain
+from fusecli.report.segmentation_view import error_record, explain_record, render_explain
 
 _OPS_SHOWN = 90
 
@@ -144,6 +144,25 @@ def explain_json(outcome: ExplainOutcome) -> dict[str, Any]:
         "comparison": comparison_record(outcome.comparison),
     }
     return record
+
+
+def explain_document(report: ExplainReport) -> dict[str, Any]:
+    """``explain-segmentation --json``: ``{"ok", "fusions"}`` with a record per fusion and per
+    file that gave none, plus ``notices`` and ``interrupted`` when there are."""
+    records = [
+        error_record(entry.path, entry.name, entry.error, entry.detail)
+        if isinstance(entry, FileFailure) else explain_json(entry)
+        for entry in report.entries
+    ]
+    document: dict[str, Any] = {
+        "ok": all(r["ok"] for r in records) and report.interrupted is None,
+        "fusions": records,
+    }
+    if report.notices:
+        document["notices"] = list(report.notices)
+    if report.interrupted is not None:
+        document["interrupted"] = report.interrupted
+    return document
 
 
 def render_outcomes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import Console, Group
@@ -13,6 +14,7 @@ from rich.tree import Tree
 from fusecli.app.explain import ExplainOutcome
 from fusecli.ir.printer import Namer, print_exprs, print_fusion, tensor_str
 from fusecli.segment.result import LogEntry, SegmentedFusion
+from fusecli.textsafe import one_line
 
 NOT_FOUND = "Can not find a scheduler to schedule fusion segment"
 
@@ -93,9 +95,11 @@ def segments_dump(segmented: SegmentedFusion, namer: Namer) -> str:
 
 # -- rich ------------------------------------------------------------------------------------
 
+# Every phase the segmenter logs a decision in (segment/segmenter.py's try_schedule calls); a
+# phase added there without a label here is shown by its own name rather than failing the view.
 _PHASE = {
     "whole": "whole fusion", "initial": "initial group", "pre_merge": "up/down-cast merge",
-    "merge": "merge",
+    "combine": "combined reductions", "merge": "merge",
     "final_merge": "final merge", "forward": "forwarded input", "finalize": "final segment",
 }
 
@@ -105,7 +109,8 @@ def _candidate_label(entry: LogEntry, namer: Namer) -> Text:
     if len(ops) > 90:
         ops = ops[:87] + "..."
     outputs = ", ".join(namer.tensor_name(v) for v in entry.candidate.outputs)
-    label = Text.assemble((f"#{entry.index} {_PHASE[entry.phase]}", "bold"), f": {ops}")
+    phase = _PHASE.get(entry.phase, entry.phase)
+    label = Text.assemble((f"#{entry.index} {phase}", "bold"), f": {ops}")
     if outputs:
         label.append(f"  -> {outputs}", style="dim")
     return label
@@ -190,14 +195,20 @@ def render_explain(outcomes: list[ExplainOutcome], console: Console, show_log: b
 # -- JSON and Graphviz -------------------------------------------------------------------------
 
 
+def error_record(path: object, name: str, error: str | None, detail: str | None) -> dict[str, Any]:
+    """The record of a fusion the segmenter crashed on, or of a file that gave no fusion."""
+    return {
+        "path": str(path), "name": name, "ok": False, "status": "error", "error": error,
+        "detail": detail, "segments": [], "edges": [], "outputs": [], "log": [],
+        "diagnosis": None,
+    }
+
+
 def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
     segmented = outcome.segmented
     if segmented is None:
-        return {
-            "path": str(outcome.loaded.path), "name": outcome.loaded.name, "ok": False,
-            "status": "error", "error": outcome.error, "detail": outcome.detail,
-            "segments": [], "edges": [], "outputs": [], "log": [], "diagnosis": None,
-        }
+        loaded = outcome.loaded
+        return error_record(loaded.path, loaded.name, outcome.error, outcome.detail)
     namer = Namer(segmented.fusion)
     log = []
     for entry in segmented.log or []:
@@ -245,8 +256,8 @@ def dot_graph(outcome: ExplainOutcome) -> str:
     segmented = outcome.segmented
     lines = ["digraph segmented_fusion {", "  rankdir=TB;", "  node [shape=box, fontsize=10];"]
     if segmented is None:
-        return "\n".join([*lines, f'  failed [label="{outcome.loaded.name}: segmenter failed"];',
-                          "}"]) + "\n"
+        label = json.dumps(f"{one_line(outcome.loaded.name)}: segmenter failed", ensure_ascii=False)
+        return "\n".join([*lines, f"  failed [label={label}];", "}"]) + "\n"
     namer = Namer(segmented.fusion)
     for segment in segmented.segments:
         lines.append(f"  subgraph cluster_{segment.id} {{")

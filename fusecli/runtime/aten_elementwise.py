@@ -116,7 +116,10 @@ def _frac(x: Tensor) -> Tensor:
 
 
 def _erfcinv(x: Tensor) -> Tensor:
-    return torch.erfinv(1 - x)
+    # 1 - x is exact from 0.5 up; below, it loses x's digits (erfcinv(1e-38) is 9.19, not
+    # erfinv(1) = inf): there the normal quantile, -ndtri(x / 2) / sqrt(2), in double.
+    tail = (torch.special.ndtri(x.double() / 2) * -(0.5**0.5)).to(x.dtype)
+    return torch.where(x >= 0.5, torch.erfinv(1 - x), tail)
 
 
 def _silu(x: Tensor) -> Tensor:

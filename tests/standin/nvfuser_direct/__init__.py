@@ -17,6 +17,11 @@ holds every OP named:
 With ``NVFUSER_DUMP`` naming ``segmented_fusion`` it prints fusecli's segmentation in nvFuser's
 log format on file descriptor 1, as nvFuser does. Tests put ``tests/standin`` first on
 ``PYTHONPATH``; nothing outside the tests imports it.
+
+Like nvfuser_direct 0.2.36 it rejects two legacy spellings fusecli's own frontend takes:
+``add_output(T, stride_order=...)`` (its ``add_output`` takes an output and an optional alias
+input; the direct spelling is ``fd.ops.stride_order``), and a contiguity other than None on a
+broadcast (size-1) dimension (nvFuser's TensorDomain check, ``csrc/ir/nodes.cpp``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from typing import Any
 
 from fusecli.frontend import DataType  # noqa: F401  (the module's API)
 from fusecli.frontend import FusionDefinition as _FusecliDefinition
+from fusecli.frontend.binding import incompatible
+from fusecli.frontend.descriptors import parse_define_tensor
+from fusecli.frontend.state import Tensor
 
 __version__ = "0.0.0+standin"
 FAULTS = "FUSECLI_STANDIN_FAULTS"
@@ -64,6 +72,35 @@ def _assert_text(kind: str, group: int, numbers: int) -> str:
 
 
 class FusionDefinition(_FusecliDefinition):
+    def define_tensor(self, *args: Any, **kwargs: Any) -> Any:
+        spec = parse_define_tensor(args, kwargs)
+        shape, contiguity, order = spec["shape"], spec["contiguity"], spec["stride_order"]
+        rank = len(shape)
+        for dim, size in enumerate(shape):
+            position = rank - 1 - order[dim] if order else dim
+            if size == 1 and position < len(contiguity) and contiguity[position] is not None:
+                raise RuntimeError(
+                    "Expected expect_null != contiguity.at(i).has_value() . The contiguity of a "
+                    "broadcast/reduction dimension must be None. The contiguity of a "
+                    "non-broadcast/reduction dimension must be true/false. "
+                    f"alloation_domain=[shape {shape}], contiguity={contiguity}"
+                )
+        return super().define_tensor(*args, **kwargs)
+
+    def add_output(self, output: Any, *args: Any, **kwargs: Any) -> None:
+        alias = args[0] if args else kwargs.get("alias_input")
+        if len(args) > 1 or set(kwargs) - {"alias_input"} or not (
+            alias is None or isinstance(alias, Tensor)
+        ):
+            raise incompatible(
+                "add_output",
+                "The following argument types are supported:\n"
+                "    1. (self, output: Scalar) -> None\n"
+                "    2. (self, output: Tensor, alias_input: Optional[Tensor] = None) -> None\n"
+                f"Invoked with: {output!r}, {args!r}, {kwargs!r}",
+            )
+        super().add_output(output, *args, **kwargs)
+
     def execute(self, inputs: Any, *args: Any, **kwargs: Any) -> list[Any]:
         from fusecli.runtime.bind import flatten_inputs
         from fusecli.segment.segmenter import segment_fusion
