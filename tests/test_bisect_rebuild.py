@@ -150,6 +150,21 @@ def test_ddmin_result_does_not_depend_on_the_batch_width():
         assert ddmin(list(range(128)), test, width=width) == [5, 6, 120]
 
 
+def test_ddmin_asks_complements_first_in_waves_for_a_spread_failure():
+    """A failure that needs 6 ops spread over 40 (as most segmenter asserts do): 8 questions
+    at once take 25 waves (subsets first, one list at a time, took 49)."""
+    waves = 0
+    needed = {2, 9, 17, 23, 31, 38}
+
+    def test(batch):
+        nonlocal waves
+        waves += 1
+        return [needed <= set(candidate) for candidate in batch]
+
+    assert ddmin(list(range(40)), test, width=8) == sorted(needed)
+    assert waves <= 30
+
+
 def test_ddmin_stops_at_the_budget_with_the_smallest_failing_list():
     calls = 0
 

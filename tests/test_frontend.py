@@ -256,7 +256,7 @@ def test_repr_reproduces_nvfuser_format_and_hidden_indices():
     text = repr(fd)
     assert text.startswith("\ndef nvfuser_fusion_id")  # nvFuser's legacy print: a newline first
     body = text.split("\n", 2)[2]
-    assert body == REPRO.split("\n", 1)[1]
+    assert body == REPRO.split("\n", 1)[1] + "\n"  # and an empty line after the records
 
 
 def test_repr_round_trips():
@@ -330,7 +330,7 @@ def test_lru_cache_shares_an_entry_between_equal_fusions_and_runs_it():
     assert torch.allclose(out, (x + y) * x)
 
 
-def test_clone_copies_a_definition_and_segment_counts_segments():
+def test_clone_copies_a_definition_and_one_segment_gives_no_segment_definitions():
     import torch
 
     from fusecli.frontend import clone
@@ -340,13 +340,13 @@ def test_clone_copies_a_definition_and_segment_counts_segments():
     copy = FusionDefinition()
     clone(fd, copy)
     x, y = torch.randn(2, 3), torch.randn(2, 3)
-    assert copy.segment([x, y]) == 1
+    assert copy.segment([x, y]) == []  # one segment: nothing to cut, as in nvFuser
     assert torch.equal(copy.execute([x, y])[0], fd.execute([x, y])[0])
     assert repr(copy) == repr(fd)
 
 
 def test_the_direct_frontend_prints_nvfuser_fusion_and_its_print_runs():
-    from fusecli.frontend.definition import DirectFusionDefinition
+    from fusecli.frontend.direct import DirectFusionDefinition
 
     with DirectFusionDefinition() as fd:
         _add_mul(fd)

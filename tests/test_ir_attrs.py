@@ -5,9 +5,9 @@ from __future__ import annotations
 from fusecli.frontend import FusionDefinition
 from fusecli.ir.attrs import (
     embedding_options,
+    given_options,
     pad_widths,
     random_seed,
-    sdpfa_options,
     slice_bounds,
 )
 from fusecli.ir.dtype import DataType
@@ -41,7 +41,7 @@ def test_pad_widths_follow_the_tensor_and_the_value() -> None:
     assert _constants(pad_widths(expr.inputs)) == [1, 2, 3, 4]
 
 
-def test_sdpfa_options_name_only_the_scalars_given() -> None:
+def test_sdpfa_options_name_only_the_operands_given() -> None:
     with FusionDefinition() as fd:
         q = fd.define_tensor(shape=[2, 3, 4, 8], dtype=DataType.Float)
         outputs = fd.ops.sdpfa_fwd(
@@ -49,7 +49,7 @@ def test_sdpfa_options_name_only_the_scalars_given() -> None:
         )
         fd.add_output(outputs[0])
     expr = _only(fd, OpType.sdpfa_fwd)
-    options = sdpfa_options(expr, list(range(len(expr.inputs))))
+    options = given_options(expr, list(range(len(expr.inputs))))
     assert options == {"is_causal": 3, "scale": 4}
 
 

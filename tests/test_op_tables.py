@@ -17,18 +17,30 @@ import torch
 from fusecli.codegen import support as cuda_support
 from fusecli.codegen.render import C_OPS
 from fusecli.ir.optype import OpType
+from fusecli.reference import attention as reference_attention
 from fusecli.reference import context as reference_context
 from fusecli.reference import elementwise as reference_elementwise
 from fusecli.reference import rules as reference_rules
 from fusecli.reference import structural as reference_structural
-from fusecli.runtime import aten, aten_elementwise, aten_other, aten_reduction, aten_shape
+from fusecli.runtime import (
+    aten,
+    aten_attention,
+    aten_elementwise,
+    aten_other,
+    aten_reduction,
+    aten_shape,
+)
 
 # backend: (its table, its unsupported set, the per-concept tables it is assembled from)
 BACKENDS: dict[str, tuple[Mapping, frozenset, list[Mapping]]] = {
     "reference": (
         reference_rules.RULES,
         reference_rules.UNSUPPORTED,
-        [reference_elementwise.ELEMENTWISE_RULES, reference_structural.STRUCTURAL_RULES],
+        [
+            reference_elementwise.ELEMENTWISE_RULES,
+            reference_structural.STRUCTURAL_RULES,
+            reference_attention.ATTENTION_RULES,
+        ],
     ),
     "aten": (
         aten.ATEN_OPS,
@@ -38,6 +50,7 @@ BACKENDS: dict[str, tuple[Mapping, frozenset, list[Mapping]]] = {
             aten_shape.SHAPE_OPS,
             aten_reduction.REDUCTION_OPS,
             aten_other.OTHER_OPS,
+            aten_attention.ATTENTION_OPS,
         ],
     ),
 }

@@ -486,7 +486,7 @@ EXPR_CASES: dict[str, tuple[Body, str]] = {
             )[0]
         ),
         "T1_g___bfloat[bS4{1}, iS5{2}, iS6{8}, iS7{16}],\n"
-        "T2_l_float[bS8{1}, iS9{2}, iS10{8}],\nT3_l_int64_t[],\nT4_l_int64_t[]\n"
+        "T2_l_float[bS8{1}, iS9{2}, iS10{8}],\nT3_l_uint64_t[iS11{2}],\nT4_l_uint64_t[]\n"
         "   = sdpa(T0_g___bfloat[bS0{1}, iS1{2}, iS2{8}, iS3{16}],\n"
         "            T0_g___bfloat[bS0{1}, iS1{2}, iS2{8}, iS3{16}],\n"
         "            T0_g___bfloat[bS0{1}, iS1{2}, iS2{8}, iS3{16}],\n"

@@ -223,7 +223,7 @@ def test_python_numbers_are_operands_with_nvfuser_s_scalar_dtypes(tmp_path):
     x = loaded.inputs[0]
     expected = ((x * 2 + 3) * 0.25)
     expected = torch.where(expected > 1, expected, 0.0) - 1
-    assert "fd.define_scalar(2, dtype=DataType.Int)" in repr(loaded.fd)
+    assert "fd.ops.cast(2, dtype=DataType.Float)" in repr(loaded.fd)  # an Int, cast to Float
     from fusecli.reference import run_reference
 
     (out,) = run_reference(loaded.fusion, [x, 4.0]).outputs

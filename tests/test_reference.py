@@ -810,7 +810,8 @@ def test_sdpfa_fwd(dtype: torch.dtype, is_causal: bool) -> None:
         F.scaled_dot_product_attention(q, k, v, is_causal=is_causal),
         **_matmul_tolerance(dtype),
     )
-    assert seed.dtype == offset.dtype == torch.int64 and seed.dim() == 0 and int(seed) == 0
+    assert seed.dtype == offset.dtype == torch.uint64 and seed.shape == (2,)
+    assert seed.tolist() == [0, 0] and offset.dim() == 0
 
 
 def test_sdpfa_fwd_with_scale() -> None:

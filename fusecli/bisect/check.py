@@ -247,4 +247,4 @@ def _run_prefix(
     tail = Fusion(inputs=tuple(boundary.values()), outputs=(), exprs=rest)
     values = [env[uid] for uid in boundary]
     env.update(run_reference(tail, values, seed=seed, keep_intermediates=True).values)
-    return collect_outputs(fusion, env, bindings, ctx)
+    return collect_outputs(fusion, env, bindings, ctx, runner.allocations)

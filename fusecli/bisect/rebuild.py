@@ -23,9 +23,9 @@ from fusecli.frontend.state import Scalar as ScalarState
 from fusecli.frontend.state import State
 from fusecli.ir.attrs import (
     embedding_options,
+    given_options,
     pad_widths,
     random_seed,
-    sdpfa_options,
     slice_bounds,
 )
 from fusecli.ir.dtype import DataType
@@ -188,6 +188,10 @@ def _scatter(r: _Replay, e: Expr) -> Any:
     return r.ops.scatter(arg, index, src, dim=e.attr("dim"))
 
 
+def _index_put_accumulate(r: _Replay, e: Expr) -> Any:
+    return r.ops.index_put_accumulate(*(r.val(v) for v in e.inputs))
+
+
 def _embedding(r: _Replay, e: Expr) -> Any:
     indices, weight = e.inputs[:2]
     options = {name: r.val(v) for name, v in embedding_options(e, e.inputs).items()}
@@ -233,10 +237,19 @@ def _linear(r: _Replay, e: Expr) -> Any:
     return r.ops.linear(r.val(e.inputs[0]), r.val(e.inputs[1]), r.optional(bias))
 
 
-def _sdpfa(r: _Replay, e: Expr) -> Any:
-    query, key, value = (r.val(v) for v in e.inputs[:3])
-    scalars = {name: r.val(v) for name, v in sdpfa_options(e, e.inputs).items()}
-    return r.ops.sdpfa_fwd(query, key, value, **scalars)
+def _attention(r: _Replay, e: Expr) -> Any:
+    """sdpfa_fwd, sdpfa_bwd, grouped_mm: every operand by its keyword, the options given."""
+    options = given_options(e, e.inputs)
+    kwargs: dict[str, Any] = (  # sdpfa_bwd's scalars have no defaults
+        dict.fromkeys(("dropout_p", "is_causal", "scale")) if e.op is OpType.sdpfa_bwd else {}
+    )
+    definition = e.op.definition
+    required = [p for p in definition.params if p not in {*definition.defaults, *kwargs}]
+    kwargs.update(zip(required, (r.val(v) for v in e.inputs), strict=False))
+    kwargs.update((name, r.val(v)) for name, v in options.items())
+    if e.op is not OpType.grouped_mm or "scale1" not in options:
+        return getattr(r.ops, e.op.value)(**kwargs)
+    return r.ops.grouped_mm(**kwargs, dtype=e.output.dtype)[0]  # (out, None, None)
 
 
 def _triu(r: _Replay, e: Expr) -> Any:
@@ -283,6 +296,7 @@ RULES: dict[OpType, Rule] = {
     OpType.gather: _indexed,
     OpType.take_along_axis: _indexed,
     OpType.scatter: _scatter,
+    OpType.index_put_accumulate: _index_put_accumulate,
     OpType.embedding_fwd: _embedding,
     OpType.full: _full,
     OpType.iota: _iota,
@@ -292,7 +306,9 @@ RULES: dict[OpType, Rule] = {
     OpType.randn_like: _random_like,
     OpType.matmul: _matmul,
     OpType.linear: _linear,
-    OpType.sdpfa_fwd: _sdpfa,
+    OpType.grouped_mm: _attention,
+    OpType.sdpfa_fwd: _attention,
+    OpType.sdpfa_bwd: _attention,
     OpType.triu: _triu,
     OpType.size: _size,
 }

@@ -8,16 +8,10 @@ from fusecli.frontend.caches import LRUCache, LruFusionCache, PythonProfiler, cl
 from fusecli.frontend.definition import FusionCache, FusionDefinition
 from fusecli.frontend.descriptors import compute_contiguity, compute_tensor_descriptor
 from fusecli.frontend.state import Scalar, Tensor, Vector
+from fusecli.frontend.version import __version__ as __version__
+from fusecli.frontend.version import version
 from fusecli.ir.builder import DefinitionError
 from fusecli.ir.dtype import DataType
-
-__version__ = "0.1.0"
-
-
-def version() -> str:
-    """The version a repro header names: fusecli's, marked as the stand-in it is."""
-    return f"fusecli-{__version__}"
-
 
 TensorView = Tensor  # nvfuser_direct's name for a tensor handle
 

@@ -14,44 +14,29 @@ from typing import Any
 
 from fusecli.frontend import session
 from fusecli.frontend.binding import incompatible, is_int64
+from fusecli.frontend.caches import FusionCache
 from fusecli.frontend.descriptors import (
     is_torch_size,
     parse_define_scalar,
     parse_define_tensor,
 )
+from fusecli.frontend.execution import ExecuteOptions
+from fusecli.frontend.execution import run as run_fusion
+from fusecli.frontend.generator import seeded_variant
 from fusecli.frontend.ops import Ops
+from fusecli.frontend.placement import check_from_pytorch
 from fusecli.frontend.records import Inline, Record
+from fusecli.frontend.repro import layout_copies
 from fusecli.frontend.state import Scalar, State, Tensor, Vector
 from fusecli.ir import dtype as dt
 from fusecli.ir import nodes
 from fusecli.ir.builder import DefinitionError, FusionBuilder, invalid_size_text
 from fusecli.ir.dtype import DataType
-from fusecli.runtime.segmented import execute as run_warm
-
-
-class FusionCache:
-    """Definitions seen in this process, keyed by their printed form: the id of a definition."""
-
-    _ids: dict[str, int] = {}
-
-    @classmethod
-    def get(cls) -> type[FusionCache]:
-        return cls
-
-    @classmethod
-    def reset(cls) -> None:
-        cls._ids.clear()
-
-    @classmethod
-    def num_fusions(cls) -> int:
-        return len(cls._ids)
-
-    @classmethod
-    def lookup(cls, text: str) -> int:
-        return cls._ids.setdefault(text, len(cls._ids))
 
 
 class FusionDefinition:
+    _tensor_class: type[Tensor] = Tensor  # what a tensor handle is (the direct frontend's differ)
+
     def __init__(self, id: int | None = None, max_length: int = 9999, **_unused: Any) -> None:
         self._id: int | None = None
         self._requested_id = id
@@ -98,17 +83,21 @@ class FusionDefinition:
     def _finalize_definition(self) -> None:
         self._defining = False
         self._fusion = self._builder.build()
-        self._id = FusionCache.lookup(self._definition_text())
+        self._id = FusionCache.lookup(self._definition_text(), self)
         session.definition_finished(self)
 
     def definition(self) -> None:
         raise NotImplementedError("definition() should be implemented by child class!")
 
     def _ensure_defined(self) -> None:
-        if getattr(self, "_fusion", None) is None and self.fec is None:
-            self._setup_definition()
-            self.definition()
-            self._finalize_definition()
+        if getattr(self, "_fusion", None) is not None or self.fec is not None:
+            return
+        if self._requested_id is not None:  # FusionDefinition(id): the cached definition
+            self._copy_definition_of(FusionCache.definition(self._requested_id))
+            return
+        self._setup_definition()
+        self.definition()
+        self._finalize_definition()
 
     def id(self) -> int | None:
         return self._id
@@ -141,7 +130,7 @@ class FusionDefinition:
         return next(self._counter)
 
     def _tensor(self, val: nodes.TensorView) -> Tensor:
-        state = Tensor(self, self._new_index(), val)
+        state = self._tensor_class(self, self._new_index(), val)
         self._states.append(state)
         return state
 
@@ -214,16 +203,14 @@ class FusionDefinition:
         return state
 
     def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
-        if not (tensor.is_cuda or tensor.dim() == 0 or session.cpu_tensors_allowed()):
-            raise ValueError("Tensor should be on a cuda device!")
+        """An input like ``tensor``: a CUDA tensor, or a CPU scalar (``is_cpu``); another CPU
+        tensor is a ValueError, as in nvFuser (``fusecli.frontend.placement``)."""
         return self.define_tensor(
             sizes=list(tensor.size()),
             strides=list(tensor.stride()),
             dtype=dt.from_torch(tensor.dtype),
             static_sizes=static_sizes,
-            # a 0-dim CPU scalar, as nvFuser marks it; under CUDA-to-CPU mapping every tensor is
-            # on the CPU, so only the definition's own spelling can tell them apart
-            is_cpu=bool(tensor.is_cpu and tensor.dim() == 0 and not session.cpu_tensors_allowed()),
+            is_cpu=check_from_pytorch(tensor),
         )
 
     def define_scalar(self, *args: Any, **kwargs: Any) -> Scalar:
@@ -293,14 +280,34 @@ class FusionDefinition:
     def outputs(self) -> list[int]:
         return [s.index for s in self._output_states]
 
+    def extents(self) -> list[int]:
+        """The state indices of the input tensors' extents, numbered -1, -2, ... in input
+        order (legacy nvFuser keeps them apart from the definition's own states)."""
+        self._ensure_defined()
+        count = sum(v.ndim for v in self.fusion.inputs if isinstance(v, nodes.TensorView))
+        return [-index - 1 for index in range(count)]
+
+    def debug_output(self) -> str | None:
+        """What the last execute printed, where it ran with ``capture_debug_output=True``."""
+        return getattr(self, "_debug_output", None)
+
+    def last_repro_script(self) -> str:
+        if getattr(self, "fake_inputs", None) is None:
+            raise AssertionError(
+                "fd.last_repro_script() cannot provide a repro because "
+                "fd.execute(inputs, save_repro_inputs=True) was not executed!"
+            )
+        return self.repro_script_for(self.fake_inputs)
+
     def _definition_text(self, function_name: str | None = None) -> str:
         from fusecli.frontend.repro import definition_text
 
         return definition_text(self, function_name)
 
     def __repr__(self) -> str:
-        # nvFuser's legacy print starts with a newline (its tests read the name on line 1).
-        return "\n" + self._definition_text()
+        # nvFuser's legacy print starts with a newline (its tests read the name on line 1) and
+        # ends with an empty line (FusionDefinition::print's std::endl after the records).
+        return "\n" + self._definition_text() + "\n"
 
     __str__ = __repr__
 
@@ -309,14 +316,13 @@ class FusionDefinition:
 
         return repro_script(self, inputs, header=version_header())
 
-    def segment(self, inputs: Sequence[Any]) -> int:
-        """The number of segments fusecli's segmenter cuts this fusion into for ``inputs``
-        (legacy ``fd.segment``; the definition itself is unchanged, as execution segments it
-        the same way)."""
-        from fusecli.segment.segmenter import segment_fusion
+    def segment(self, inputs: Sequence[Any]) -> list[FusionDefinition]:
+        """The definitions of the segments execution cuts this fusion into for ``inputs``,
+        with their index maps (legacy ``fd.segment``; ``fusecli.frontend.segments``)."""
+        from fusecli.frontend.segments import segment_definitions
 
         self._ensure_defined()
-        return len(segment_fusion(self.fusion, list(inputs)).segments)
+        return segment_definitions(self, list(inputs))
 
     def _repro_error_str(self, section: str, inputs: Sequence[Any] | None = None) -> str:
         """nvFuser's message on an exception, with the script that reproduces it."""
@@ -335,23 +341,29 @@ class FusionDefinition:
     # -- execution -------------------------------------------------------------------------
 
     def execute(self, inputs: Sequence[Any], *, device: Any = None, **options: Any) -> list[Any]:
-        """Run the fusion on ``inputs``; nvFuser's keyword options are accepted.
-
-        ``print_repro=True`` prints the repro first, as nvFuser does. Other options
-        (``_enable_options``, ``save_repro_inputs``, ...) do not change fusecli's results.
-        """
+        """Run the fusion on ``inputs``, with nvFuser's keyword options
+        (``fusecli.frontend.execution``): ``print_repro=True`` prints the repro first,
+        ``save_repro_inputs`` and ``capture_debug_output`` keep what ``last_repro_script()``
+        and ``debug_output()`` return, ``_enable_options`` / ``_disable_options`` switch
+        nvFuser's options."""
         fusion = getattr(self, "_fusion", None)
         if fusion is None:
             self._ensure_defined()
             fusion = self.fusion
-        if options and options.get("print_repro"):
-            print(self.repro_script_for(inputs))
         if type(inputs) is not list:
             inputs = list(inputs)
-        current = session.current()
-        if not current.listening and current.run_executes:  # the default: nothing to record
-            return run_warm(fusion, inputs, current.rules, current.executor, device)
-        return session.execute(self, inputs, device)
+        switches = debug_output = None
+        if options:
+            parsed = ExecuteOptions.parse(options)
+            switches = parsed.switches
+            if parsed.print_repro:
+                print(self.repro_script_for(inputs))
+            if parsed.save_repro_inputs:
+                self.fake_inputs = layout_copies(inputs)
+            if parsed.capture_debug_output:
+                debug_output = ""  # fusecli prints nothing while it executes
+        self._debug_output = debug_output
+        return run_fusion(self, fusion, inputs, device, switches)
 
     def validate(
         self,
@@ -365,20 +377,15 @@ class FusionDefinition:
         from fusecli.reference import run_reference
 
         outputs = self.execute(inputs, **execute_kwargs)
-        if reference_outputs is None:
-            reference_outputs = run_reference(self.fusion, list(inputs)).outputs
+        if reference_outputs is None:  # of what ran: random ops seeded as they were
+            fusion, ran = self.fusion, list(inputs)
+            seeds = getattr(self, "_last_seeds", None)
+            if seeds:
+                fusion, ran = seeded_variant(fusion).fusion, [*ran, *seeds]
+            reference_outputs = run_reference(fusion, ran).outputs
         for index, (actual, expected) in enumerate(zip(outputs, reference_outputs, strict=True)):
             diff = compare_tensors(actual, expected, tolerance=tolerance_for(expected.dtype))
             if not diff.ok:
                 raise AssertionError(f"output {index} does not match: {diff.summary()}")
         return outputs
 
-
-class DirectFusionDefinition(FusionDefinition):
-    """``nvfuser_direct.FusionDefinition``: the same definition, printed as the direct frontend
-    prints it (``def nvfuser_fusion(fd : FusionDefinition) -> None :``, no leading newline)."""
-
-    def __repr__(self) -> str:
-        return self._definition_text("nvfuser_fusion")
-
-    __str__ = __repr__

@@ -68,8 +68,9 @@ def parse_define_tensor(args: tuple, kwargs: dict) -> dict[str, Any]:
             "define_tensor", f"contiguity entries must be True, False or None: {contiguity_given}"
         )
     contiguity = bound.get("contiguity", False)
+    stride_order = list(bound.get("stride_order") or [])
     if isinstance(contiguity, bool):
-        contiguity = [None if s == 1 else contiguity for s in shape]
+        contiguity = expand_contiguity(shape, stride_order, contiguity)
     dtype = bound.get("dtype", DataType.Float)
     if not isinstance(dtype, DataType):
         raise incompatible("define_tensor", f"dtype must be a DataType, got {dtype!r}")
@@ -77,9 +78,25 @@ def parse_define_tensor(args: tuple, kwargs: dict) -> dict[str, Any]:
         "shape": shape,
         "contiguity": list(contiguity),
         "dtype": dtype,
-        "stride_order": list(bound.get("stride_order") or []),
+        "stride_order": stride_order,
         "is_cpu": bool(bound.get("is_cpu", False)),
     }
+
+
+def expand_contiguity(
+    shape: Sequence[int], stride_order: Sequence[int], contiguous: bool
+) -> list[bool | None]:
+    """A bool contiguity as nvFuser expands it (``getContiguityVec``): one entry per dim in
+    allocation order, None for a size-1 dim. Dim ``i`` sits at allocation position
+    ``rank - 1 - stride_order[i]`` (position ``i`` without a stride order)."""
+    rank = len(shape)
+    contiguity: list[bool | None] = [None] * rank
+    for index, size in enumerate(shape):
+        position = index
+        if len(stride_order) == rank:  # a wrong stride order is the builder's to report
+            position = rank - 1 - stride_order[index] % rank
+        contiguity[position] = None if size == 1 else contiguous
+    return contiguity
 
 
 def parse_define_scalar(args: tuple, kwargs: dict) -> tuple[Any, DataType, bool]:

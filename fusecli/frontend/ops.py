@@ -8,13 +8,14 @@ module per group of ops; ``Ops`` joins them.
 
 from __future__ import annotations
 
+from fusecli.frontend.ops_attention import AttentionOps
 from fusecli.frontend.ops_elementwise import ElementwiseOps
 from fusecli.frontend.ops_misc import MiscOps
 from fusecli.frontend.ops_reduction import ReductionOps
 from fusecli.frontend.ops_shape import ShapeOps
 
 
-class Ops(ElementwiseOps, ReductionOps, ShapeOps, MiscOps):
+class Ops(ElementwiseOps, ReductionOps, ShapeOps, MiscOps, AttentionOps):
     """The ``fd.ops`` namespace of one FusionDefinition."""
 
 

@@ -1,4 +1,4 @@
-"""Indexing, creation, random, matmul and attention ``fd.ops``."""
+"""Indexing, creation, random, matmul and linear ``fd.ops`` (attention: ``ops_attention``)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,12 @@ from fusecli.frontend.binding import (
 )
 from fusecli.frontend.state import Scalar, Tensor
 from fusecli.ir import ops_other as other
-from fusecli.ir.builder import DefinitionError
 from fusecli.ir.dtype import DataType
 from fusecli.ir.optype import OpType
 
 
 class MiscOps(OpsBase):
-    """Indexing, creation and random numbers, matmul, linear, attention, triu."""
+    """Indexing, creation and random numbers, matmul, linear, triu."""
 
     # -- indexing --------------------------------------------------------------------------
 
@@ -72,6 +71,18 @@ class MiscOps(OpsBase):
             "scatter", [result], [(None, arg), (None, index), (None, src), ("dim", dim)]
         )
 
+    def index_put_accumulate(self, *args: Any, **kwargs: Any) -> Tensor:
+        bound = bind_op(OpType.index_put_accumulate, args, kwargs)
+        self._start("index_put_accumulate")
+        acc, index, value = (
+            tensor_arg("index_put_accumulate", bound[name], name)
+            for name in ("acc", "index", "value")
+        )
+        result = other.index_put_accumulate(self._b, acc.val, index.val, value.val)
+        return self._finish(
+            "index_put_accumulate", [result], [(None, acc), (None, index), (None, value)]
+        )
+
     def embedding_fwd(self, *args: Any, **kwargs: Any) -> Tensor:
         names = OpType.embedding_fwd.definition.params
         bound = bind_op(OpType.embedding_fwd, args, kwargs)
@@ -104,10 +115,13 @@ class MiscOps(OpsBase):
     def iota(self, *args: Any, **kwargs: Any) -> Tensor:
         bound = bind_op(OpType.iota, args, kwargs)
         self._start("iota")
-        length = bound["length"]
+        # Scalars or Python numbers (nvfuser_direct's ScalarVariant, as its repr writes them)
+        length, start, step = (
+            None if bound[n] is None else self._operand("iota", bound[n])
+            for n in ("length", "start", "step")
+        )
         if not isinstance(length, Scalar):
             raise incompatible("iota", f"length must be a Scalar, got {length!r}")
-        start, step = bound["start"], bound["step"]
         dtype = dtype_arg("iota", bound["dtype"])
         result = other.iota(
             self._b, length.val, start.val if start is not None else None,
@@ -163,7 +177,7 @@ class MiscOps(OpsBase):
         return self._random_like(OpType.randn_like, args, kwargs)
 
 
-    # -- matmul and attention --------------------------------------------------------------
+    # -- matmul and linear -----------------------------------------------------------------
 
     def matmul(self, *args: Any, **kwargs: Any) -> Tensor:
         bound = bind_op(OpType.matmul, args, kwargs)
@@ -183,22 +197,6 @@ class MiscOps(OpsBase):
         result = other.linear(self._b, a.val, w.val, bias.val if bias is not None else None)
         record = [(None, a), (None, w)] + ([(None, bias)] if bias is not None else [])
         return self._finish("linear", [result], record)
-
-    def sdpfa_fwd(self, *args: Any, **kwargs: Any) -> tuple[Tensor, ...]:
-        names = OpType.sdpfa_fwd.definition.params
-        bound = bind_op(OpType.sdpfa_fwd, args, kwargs)
-        self._start("sdpfa_fwd")
-        q, k, v = (tensor_arg("sdpfa_fwd", bound[n], n) for n in names[:3])
-        if bound["bias"] is not None or bound["mask"] is not None:
-            raise DefinitionError("sdpfa_fwd", "bias and mask are not supported by fusecli yet")
-        scalars = {}
-        for name in ("dropout_p", "is_causal", "scale"):
-            value = bound[name]
-            if value is not None and not isinstance(value, Scalar):
-                raise incompatible("sdpfa_fwd", f"{name} must be a Scalar or None")
-            scalars[name] = value.val if value is not None else None
-        results = other.sdpfa_fwd(self._b, q.val, k.val, v.val, **scalars)
-        return self._finish("sdpfa_fwd", results, [(None, bound[n]) for n in names])
 
     def triu(self, *args: Any, **kwargs: Any) -> Tensor:
         bound = bind_op(OpType.triu, args, kwargs)

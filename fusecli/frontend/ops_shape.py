@@ -11,6 +11,7 @@ from fusecli.frontend.binding import (
     dims_arg,
     incompatible,
     int_arg,
+    python_number,
     tensor_arg,
 )
 from fusecli.frontend.records import Record
@@ -132,6 +133,8 @@ class ShapeOps(OpsBase):
         arg = tensor_arg("pad", bound["arg"])
         widths, printed = self._fd._inline_vector(bound["pad_widths"], "pad", is_shape=False)
         value = bound["value"]
+        if value is not None and python_number(value):  # nvfuser_direct's ScalarVariant
+            value = self._operand("pad", value)
         if value is not None and not isinstance(value, Scalar):
             raise incompatible("pad", f"value must be a Scalar, got {value!r}")
         result = rsz.pad(

@@ -19,6 +19,7 @@ class Record:
     outputs: list[State] = field(default_factory=list)
     args: list[tuple[str | None, object]] = field(default_factory=list)
     trailing_comma: bool = False  # nvFuser prints "S1, S2, = fd.ops.tensor_sizes(T0)"
+    unused_outputs: int = 0  # results that are None: "T5, _, _ = fd.ops.grouped_mm(...)"
 
     def text(self) -> str:
         rendered = ", ".join(
@@ -28,7 +29,7 @@ class Record:
         call = f"{self.call}({rendered})"
         if not self.outputs:
             return call
-        names = ", ".join(o.name for o in self.outputs)
+        names = ", ".join([o.name for o in self.outputs] + ["_"] * self.unused_outputs)
         return f"{names}{',' if self.trailing_comma else ''} = {call}"
 
 

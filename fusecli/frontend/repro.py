@@ -1,12 +1,15 @@
 """Printing a definition as nvFuser prints it: ``repr(fd)`` and ``repro_script_for(inputs)``.
 
-The format is nvFuser's (``python/nvfuser/__init__.py``, ``FusionDefinition::print``): an
-optional header of versions, the imports, ``def nvfuser_fusion_idN(fd : FusionDefinition)``,
+The legacy format is nvFuser's (``python/nvfuser/__init__.py``, ``FusionDefinition::print``):
+an optional header of versions, the imports, ``def nvfuser_fusion_idN(fd : FusionDefinition)``,
 the records with inline lists, the ``with`` block, the inputs, and ``fd.execute(inputs)``.
+The direct frontend's (``python/nvfuser_direct/__init__.py``) prints the definition that
+``fusecli.frontend.translate`` writes from the IR, with no blank lines around it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +17,7 @@ from fusecli.textsafe import one_line
 
 if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
+    from fusecli.ir.nodes import Fusion
 
 
 def definition_text(fd: FusionDefinition, function_name: str | None = None) -> str:
@@ -46,6 +50,56 @@ def repro_script(
         parts += [f"    {input_expression(value)}," for value in inputs]
         parts += ["]", "fd.execute(inputs)"]
     return "\n".join(parts) + "\n"
+
+
+def direct_repro_script(fusion: Fusion, inputs: Sequence[Any] | None = None) -> str:
+    """``nvfuser_direct``'s ``repro_script_for``: the header has no nvFuser version, the inputs
+    are written as ``str`` writes numbers, and floats' storage as ``torch.randn(n, ...)``."""
+    from fusecli.frontend.translate import translate_fusion
+
+    header = [line for line in version_header() if not line.startswith("nvfuser version")]
+    text = "".join(f"# {line}\n" for line in header)
+    text += "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\n"
+    text += translate_fusion(fusion)
+    text += "with FusionDefinition() as fd:\n    nvfuser_fusion(fd)\n"
+    if inputs is not None:
+        text += "\ninputs = [\n"
+        text += "".join(f"    {direct_input_expression(value)},\n" for value in inputs)
+        text += "]\nfd.execute(inputs)\n"
+    return text
+
+
+def direct_input_expression(value: Any) -> str:
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        text = str(value)  # nvfuser_direct's: str(), with inf and nan made Python
+        text = re.sub(r"\binf\b", 'float("inf")', text)
+        return re.sub(r"\bnan\b", 'float("nan")', text)
+    if value.is_contiguous() or not value.dtype.is_floating_point:
+        return input_expression(value)
+    shape, strides = tuple(value.shape), tuple(value.stride())
+    return (f"torch.randn({_storage_size(value)}, dtype={value.dtype}, device='cuda:0')"
+            f".as_strided({shape}, {strides})")
+
+
+def layout_copies(inputs: Sequence[Any]) -> list[Any]:
+    """Each tensor input as a meta tensor of its dtype, shape and strides (what a repro script
+    says of it, without its memory); other inputs as they are."""
+    import torch
+
+    return [
+        torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
+        if isinstance(v, torch.Tensor) else v
+        for v in inputs
+    ]
+
+
+def _storage_size(value: Any) -> int:
+    """Elements a strided tensor reaches: 1 + the largest offset (0 when it has none)."""
+    if value.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()))
 
 
 def version_header() -> list[str]:
@@ -87,9 +141,7 @@ def input_expression(value: Any) -> str:
     shape = tuple(value.shape)
     if value.is_contiguous():
         return f"torch.testing.make_tensor({shape}, dtype={dtype}, device={device})"
-    storage = 0 if value.numel() == 0 else 1 + sum(
-        (size - 1) * stride for size, stride in zip(value.shape, value.stride())
-    )
+    storage = _storage_size(value)
     if value.dtype.is_floating_point or value.dtype.is_complex:
         source = f"torch.randn(({storage},), dtype={dtype}, device={device})"
     else:

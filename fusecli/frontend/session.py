@@ -12,12 +12,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fusecli.ir.nodes import flatten_inputs
 from fusecli.reference import run_reference
 from fusecli.runtime.bind import bind_inputs
 from fusecli.runtime.segmented import execute as run_warm
+from fusecli.runtime.segmented import execute_segmented
+from fusecli.segment.rules import Switches
+from fusecli.segment.segmenter import segment_fusion
 
 if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
+    from fusecli.ir.nodes import Fusion
 
 
 @dataclass(slots=True)
@@ -73,7 +78,24 @@ def definition_finished(fd: FusionDefinition) -> None:
         _current.definitions.append(fd)
 
 
-def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
+def run(fd: FusionDefinition | None, fusion: Fusion, inputs: list[Any], device: Any,
+        switches: Switches | None = None) -> list[Any]:
+    """``fd.execute``: straight to the executors where nobody listens (the default) or where
+    no definition asks (an executor run by hand), else through ``execute``. ``switches``:
+    nvFuser's enable/disable options that change how the fusion is segmented (a run of its
+    own, not the warm path's)."""
+    if runs_directly(fd):
+        return _run_fusion(fusion, inputs, device, switches)
+    return execute(fd, inputs, device, switches)
+
+
+def runs_directly(fd: FusionDefinition | None) -> bool:
+    """Whether ``run`` goes straight to the executors (nothing records the call)."""
+    return fd is None or (not _current.listening and _current.run_executes)
+
+
+def execute(fd: FusionDefinition, inputs: list[Any], device: Any,
+            switches: Switches | None = None) -> list[Any]:
     call = ExecuteCall(fd, list(inputs))
     if _current.listening:
         _current.calls.append(call)  # a listener may answer the call itself (call.outputs)
@@ -82,5 +104,15 @@ def execute(fd: FusionDefinition, inputs: list[Any], device: Any) -> list[Any]:
             bind_inputs(fd.fusion, list(inputs))  # nvFuser's checks at execute, before any math
             call.outputs = run_reference(fd.fusion, list(inputs)).outputs
         return call.outputs
-    call.outputs = run_warm(fd.fusion, inputs, _current.rules, _current.executor, device)
+    call.outputs = _run_fusion(fd.fusion, inputs, device, switches)
     return call.outputs
+
+
+def _run_fusion(fusion: Fusion, inputs: list[Any], device: Any,
+                switches: Switches | None) -> list[Any]:
+    if switches is None:
+        return run_warm(fusion, inputs, _current.rules, _current.executor, device)
+    flat = flatten_inputs(inputs)
+    segmented = segment_fusion(fusion, flat, profile=_current.rules, switches=switches)
+    return execute_segmented(segmented, inputs, executor=_current.executor,
+                             device=device).outputs

@@ -3,6 +3,11 @@
 Each handle has nvFuser's state index (``T3``, ``S4``, ``V5`` share one counter) and wraps one IR
 value. Python operators on handles call the matching ``fd.ops`` function, as nvFuser's bindings
 do; ``/`` is ``div`` (C-style, truncating for integers), not ``truediv``.
+
+A tensor of the direct frontend (``nvfuser_direct``) is the IR value itself there
+(``DirectTensor``): ``tv.dtype()`` is a method, ``str(tv)`` prints it as the fusion's IR does
+(``T0_g_float[iS0{2}, iS1{4}]``), ``tv.domain()`` and ``tv.axis(i)`` give its domain and
+iteration domains, and ``axis(i).extent()`` their extents, printed the same way.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from fusecli.ir import nodes
 
 if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
+    from fusecli.ir.dtype import DataType
 
 
 class State:
@@ -125,6 +131,32 @@ class Tensor(_Arithmetic):
         return f"Tensor(index={self.index}, ndim={self.ndim})"
 
 
+class DirectTensor(Tensor):
+    """A tensor of ``nvfuser_direct``, where it is the IR's TensorView: ``dtype()`` is a
+    method, and it prints as the IR does."""
+
+    __slots__ = ()
+
+    def dtype(self) -> DataType:  # type: ignore[override]
+        return self.val.dtype
+
+    def domain(self) -> IrText:
+        """The tensor's domain, printed ``[iS0{2}, iS1{4}]``."""
+        printer = _ir_printer(self.fd)
+        return IrText(
+            "[" + ", ".join(printer.iter_domain(d) for d in self.val.domain) + "]"
+        )
+
+    def axis(self, index: int) -> IterDomainText:
+        """Its ``index``-th iteration domain (negative from the end), printed ``iS0{2}``."""
+        domain = self.val.domain[index]
+        return IterDomainText(_ir_printer(self.fd).iter_domain(domain),
+                              _ir_printer(self.fd).extent(domain.extent))
+
+    def __str__(self) -> str:
+        return _ir_printer(self.fd).value(self.val)
+
+
 class Scalar(_Arithmetic):
     prefix = "S"
     __slots__ = ()
@@ -138,6 +170,39 @@ class Scalar(_Arithmetic):
 
     def __repr__(self) -> str:
         return f"Scalar(index={self.index})"
+
+
+class IrText(str):
+    """A part of the IR, as nvFuser's direct frontend prints it."""
+
+
+class IterDomainText(IrText):
+    """An iteration domain (``iS0{2}``), whose ``extent()`` prints as its extent (``2``)."""
+
+    def __new__(cls, text: str, extent: str) -> IterDomainText:
+        made = super().__new__(cls, text)
+        made._extent = extent
+        return made
+
+    def extent(self) -> IrText:
+        return IrText(self._extent)
+
+
+def _ir_printer(fd: FusionDefinition):
+    """A printer naming every value as ``fd``'s fusion prints it: the finished fusion's,
+    or, while defining, what is defined so far."""
+    from fusecli.ir.printer import Namer, ValuePrinter, fusion_global_uids
+
+    if fd._defining:
+        fusion = fd._builder.build()
+        return ValuePrinter(Namer(fusion), fusion_global_uids(fusion))
+    fusion = fd.fusion
+    printer = fusion.memo.get("frontend_printer")
+    if printer is None:
+        printer = fusion.memo["frontend_printer"] = ValuePrinter(
+            Namer(fusion), fusion_global_uids(fusion)
+        )
+    return printer
 
 
 class Vector(State):

@@ -1,11 +1,11 @@
 """Which operand is which, for the ops that pack several values into an expr's ``inputs``.
 
-A slice lists a start and an end per dimension after its tensor; attention and embedding list
-only the optional scalars the user gave, named by attributes; a seeded random op ends with its
-seed and offset. Every consumer of exprs (the reference, the ATen executor, bisect's replay, the
-printer) reads the same layout, so it is decoded here once. The functions take the operands as
-the consumer holds them (IR values, runtime values, frontend handles), aligned with
-``expr.inputs``, and return them grouped.
+A slice lists a start and an end per dimension after its tensor; attention, grouped_mm and
+embedding list only the optional operands the user gave, after the required ones, named by
+their ``options`` attribute; a seeded random op ends with its seed and offset. Every consumer of
+exprs (the reference, the ATen executor, bisect's replay, the printer) reads the same layout, so
+it is decoded here once. The functions take the operands as the consumer holds them (IR values,
+runtime values, frontend handles), aligned with ``expr.inputs``, and return them grouped.
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ from typing import TypeVar
 from fusecli.ir.nodes import Expr
 
 T = TypeVar("T")
-
-# The optional scalars of sdpfa_fwd, in operand order; attribute ``has_<name>`` says if given.
-SDPFA_OPTIONS = ("dropout_p", "is_causal", "scale")
-
 
 def slice_bounds(expr: Expr, operands: Sequence[T]) -> tuple[list[T], list[T]]:
     """(starts, ends) of a slice expr: one start per dimension, then one end per dimension."""
@@ -32,10 +28,11 @@ def pad_widths(operands: Sequence[T]) -> list[T]:
     return list(operands[2:])
 
 
-def sdpfa_options(expr: Expr, operands: Sequence[T]) -> dict[str, T]:
-    """The optional scalars given to sdpfa_fwd, by name; they follow query, key and value."""
-    given = [name for name in SDPFA_OPTIONS if expr.attr(f"has_{name}", False)]
-    return dict(zip(given, operands[3:], strict=True))
+def given_options(expr: Expr, operands: Sequence[T]) -> dict[str, T]:
+    """The optional operands given to sdpfa_fwd, sdpfa_bwd or grouped_mm, by name, in signature
+    order; they follow the required ones."""
+    names = expr.attr("options", ())
+    return dict(zip(names, operands[len(operands) - len(names):], strict=True))
 
 
 def embedding_options(expr: Expr, operands: Sequence[T]) -> dict[str, T]:

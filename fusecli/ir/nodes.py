@@ -332,6 +332,13 @@ class Fusion:
                 seen.setdefault(value.uid, value)
         return list(seen.values())
 
+    def print_math(self) -> str:
+        """nvfuser_direct's ``Fusion.print_math()``: the math as ``Fusion::printMath`` prints
+        it (``fusecli.ir.printer``)."""
+        from fusecli.ir.printer import print_fusion
+
+        return print_fusion(self, math=True)
+
     def tensor_exprs(self) -> list[Expr]:
         """Exprs that produce tensors (scalar arithmetic excluded), as segmenters see them."""
         return [e for e in self.exprs if any(isinstance(o, TensorView) for o in e.outputs)]

@@ -47,8 +47,8 @@ class OpKind(enum.Enum):
     INDEX = "index"  # gather, take_along_axis, index_select, select, scatter, embedding
     CREATE = "create"  # full, iota
     RANDOM = "random"  # uniform, normal, rand_like, randn_like
-    MATMUL = "matmul"  # matmul, linear, (nvfuser-2024) mma
-    ATTENTION = "attention"  # sdpfa_fwd
+    MATMUL = "matmul"  # matmul, linear, grouped_mm, (nvfuser-2024) mma
+    ATTENTION = "attention"  # sdpfa_fwd, sdpfa_bwd
     TRIANGULAR = "triangular"  # triu
     SCALAR = "scalar"  # size, shape, at: scalars read off tensors and vectors
 
@@ -137,6 +137,8 @@ _RNG = dict(defaults={"rng_seed": None, "rng_offset": None, "dtype": DataType.Fl
             attrs=("dtype", "seeded"))
 _EMBEDDING_OPTIONS = "padding_idx max_norm norm_type scale_grad_by_freq sparse"
 _SDPA_OPTIONS = "bias mask dropout_p is_causal scale"
+_GROUPED_MM_OPTIONS = ("scale1 scale2 alpha bias beta dtype output_block_scale_size"
+                       " output_block_scale_dtype output_gamma")
 
 OPS: tuple[OpDef, ...] = (
     # unary, computed in float for ints (float_op_config); each one CUDA math function
@@ -268,6 +270,9 @@ OPS: tuple[OpDef, ...] = (
         doc="torch.take_along_dim"),
     _op("scatter", K.INDEX, "arg1 index src dim", inputs="[x, index, src (tensor or scalar)]",
         attrs=("dim",), doc="torch.scatter, out of place"),
+    _op("index_put_accumulate", K.INDEX, "acc index value", inputs="[acc, index, value]",
+        doc="torch.index_put(acc, [index], value, accumulate=True): acc [N, ...], index 1-D"
+        " [M], value [M, ...]; out of place"),
     _op("embedding_fwd", K.INDEX, "input weight " + _EMBEDDING_OPTIONS,
         defaults={n: None for n in _EMBEDDING_OPTIONS.split()},
         inputs="[indices, weight, *option scalars]", attrs=("options",),
@@ -295,10 +300,28 @@ OPS: tuple[OpDef, ...] = (
     _op("mma", K.MATMUL, "", inputs="[a, b]", attrs=("reduction_axis",),
         doc="only from the nvfuser-2024 lowering (fusecli/segment/lowering.py): a [M, K, 1] and"
         " b [1, K, N], multiplied and summed over K in Float"),
+    _op("grouped_mm", K.MATMUL, "mat1 mat2 offsets " + _GROUPED_MM_OPTIONS,
+        defaults={"scale1": None, "scale2": None, "alpha": None, "bias": None, "beta": None,
+                  "dtype": None, "output_block_scale_size": 0,
+                  "output_block_scale_dtype": DataType.BFloat16, "output_gamma": False},
+        inputs="[mat1, mat2, offsets, *given options]", attrs=("options",),
+        doc="one matmul per group of offsets (Int32 group ends): [m, k] x [k, n] -> [g, m, n]"
+        " (groups split k), [g, m, k] x [k, n] -> [m, n] (split n), [m, k] x [g, k, n] ->"
+        " [m, n] (split m); the output has mat1's dtype, or with scale1 and scale2 (which"
+        " scale rows and columns) BFloat16 unless dtype says otherwise; options: the names of"
+        " the given ones"),
     _op("sdpfa_fwd", K.ATTENTION, "query key value " + _SDPA_OPTIONS,
-        defaults={n: None for n in _SDPA_OPTIONS.split()}, inputs="[q, k, v, *given scalars]",
-        attrs=("has_dropout_p", "has_is_causal", "has_scale"),
-        doc="outputs (out, logsumexp Float [N,H,L], philox_seed Int 0-d, philox_offset Int 0-d)"),
+        defaults={n: None for n in _SDPA_OPTIONS.split()}, inputs="[q, k, v, *given options]",
+        attrs=("options",),
+        doc="q [N*, H, L, E], k [N*, H, S, E], v [N*, H, S, Ev]; bias and mask (Bool) add to"
+        " the scores; outputs (out laid out as q, logsumexp Float [N*, H, L], philox_seed"
+        " UInt64 [2], philox_offset UInt64 0-d); options: the names of the given ones"),
+    _op("sdpfa_bwd", K.ATTENTION, "grad_output query key value output logsumexp dropout_p"
+        " is_causal philox_seed philox_offset scale",
+        inputs="[grad_out, q, k, v, out, logsumexp, philox_seed, philox_offset, *given scalars]",
+        attrs=("options",),
+        doc="flash attention's backward from out and logsumexp; outputs (grad_query, grad_key,"
+        " grad_value), each laid out as its input; options: the names of the scalars given"),
     _op("triu", K.TRIANGULAR, "input diagonal", defaults={"diagonal": None},
         inputs="[x, diagonal Scalar]"),
     # scalars read off tensors and vectors

@@ -1,4 +1,5 @@
-"""Indexing, creation, random numbers, matmul / linear / attention, triu, and shape queries."""
+"""Indexing, creation, random numbers, matmul / linear, triu, and shape queries (attention and
+grouped_mm: ``ops_attention``)."""
 
 from __future__ import annotations
 
@@ -77,9 +78,24 @@ def gather(
                         f"input and index differ in dimension {axis}: {extent_text(a.extent)} vs "
                         f"{extent_text(i.extent)}",
                     )
-    out = TensorView(dtype=arg.dtype, domain=copy_domain(index.logical))
+    domain = index.logical
+    if op is OpType.take_along_axis:
+        domain = tuple(
+            _take_along_domain(a, i, axis == dim)
+            for axis, (a, i) in enumerate(zip(arg.logical, index.logical))
+        )
+    out = TensorView(dtype=arg.dtype, domain=copy_domain(domain))
     b.emit(op, [arg, index], [out], dim=dim)
     return out
+
+
+def _take_along_domain(arg: IterDomain, index: IterDomain, indexed: bool) -> IterDomain:
+    """The output dimension of take_along_axis (csrc/ops/indexing.cpp takeAlongAxis): the
+    index's along ``dim``; elsewhere the two broadcast against each other as in
+    torch.take_along_dim, the index's where only it iterates or only it is expanded."""
+    if indexed or arg.is_broadcast and (not index.is_broadcast or index.expanded is not None):
+        return index
+    return arg
 
 
 def scatter(
@@ -90,6 +106,40 @@ def scatter(
     src = cast(b, src, arg.dtype)
     out = TensorView(dtype=arg.dtype, domain=copy_domain(arg.logical))
     b.emit(OpType.scatter, [arg, index, src], [out], dim=dim)
+    return out
+
+
+def index_put_accumulate(
+    b: FusionBuilder, acc: TensorView, index: TensorView, value: TensorView
+) -> TensorView:
+    """acc [N, ...] plus, for each i, value[i] added to row index[i] (csrc/ops/indexing.cpp
+    indexPutAccumulate); the output is a new tensor like acc."""
+    op = "index_put_accumulate"
+    _check_index(op, index)
+    if index.ndim != 1:
+        raise DefinitionError(op, f"index must be 1-D, got a {describe(index)}")
+    if acc.ndim == 0 or value.ndim != acc.ndim:
+        raise DefinitionError(
+            op, f"acc needs a dimension and value acc's rank; got acc a {describe(acc)}, "
+            f"value a {describe(value)}",
+        )
+    if value.dtype is not acc.dtype:  # at::index_put's check, made at definition
+        raise DefinitionError(
+            op, "Index put requires the source and destination dtypes match, got "
+            f"{acc.dtype} for acc and {value.dtype} for value",
+        )
+    pairs = [(index.logical[0], value.logical[0], "index and value")]
+    pairs += [(a, v, "acc and value") for a, v in zip(acc.logical[1:], value.logical[1:])]
+    for first, second, names in pairs:
+        if first.is_broadcast or second.is_broadcast:
+            continue
+        if same_extent(first.extent, second.extent) is False:
+            raise DefinitionError(
+                op, f"{names} differ in size: {extent_text(first.extent)} vs "
+                f"{extent_text(second.extent)}",
+            )
+    out = TensorView(dtype=acc.dtype, domain=copy_domain(acc.logical))
+    b.emit(OpType.index_put_accumulate, [acc, index, value], [out])
     return out
 
 
@@ -194,7 +244,7 @@ def random_like(
     return out
 
 
-# -- matmul, linear, attention ---------------------------------------------------------------
+# -- matmul and linear -----------------------------------------------------------------------
 
 
 def matmul(b: FusionBuilder, a: TensorView, w: TensorView) -> TensorView:
@@ -262,37 +312,6 @@ def _check_k(op: str, a_k: IterDomain, w_k: IterDomain) -> None:
             f"inner dimensions do not match: {extent_text(a_k.logical_extent)} and "
             f"{extent_text(w_k.logical_extent)}",
         )
-
-
-def sdpfa_fwd(
-    b: FusionBuilder,
-    query: TensorView,
-    key: TensorView,
-    value: TensorView,
-    dropout_p: Scalar | None,
-    is_causal: Scalar | None,
-    scale: Scalar | None,
-) -> tuple[TensorView, ...]:
-    """Scaled dot-product flash attention: q [N, H, L, E], k [N, H, S, E], v [N, H, S, Ev]."""
-    for name, tensor in (("query", query), ("key", key), ("value", value)):
-        if tensor.ndim != 4:
-            raise DefinitionError("sdpfa_fwd", f"{name} must be 4-D, got a {describe(tensor)}")
-    n, h, l_dim, _ = query.logical
-    out = TensorView(
-        dtype=query.dtype, domain=copy_domain([n, h, l_dim, value.logical[3]])
-    )
-    logsumexp = TensorView(dtype=DataType.Float, domain=copy_domain([n, h, l_dim]))
-    seed = TensorView(dtype=DataType.Int, domain=())
-    offset = TensorView(dtype=DataType.Int, domain=())
-    scalars = {"dropout_p": dropout_p, "is_causal": is_causal, "scale": scale}
-    inputs = [query, key, value, *[s for s in scalars.values() if s is not None]]
-    b.emit(
-        OpType.sdpfa_fwd,
-        inputs,
-        [out, logsumexp, seed, offset],
-        **{f"has_{name}": s is not None for name, s in scalars.items()},
-    )
-    return out, logsumexp, seed, offset
 
 
 def triu(b: FusionBuilder, arg: TensorView, diagonal: Scalar | None) -> TensorView:

@@ -23,6 +23,7 @@ from fusecli.ir.nodes import (
     Extent,
     ExtentOp,
     IterDomain,
+    IterType,
     Scalar,
     SymbolicExtent,
     TensorView,
@@ -93,8 +94,11 @@ def slice_(
             length = extent_op(ExtentOp.SUB, _as_extent(hi), _as_extent(lo))
         else:  # wrapped and clamped against a size known only at run time
             length = SymbolicExtent()
+        # nvFuser's IterDomain::resize: a size known to be 1 from known bounds makes a broadcast
+        # dimension (a sum over it is then a squeeze)
+        static_one = length == 1 and (isinstance(extent, int) or source.is_broadcast)
         domain.append(
-            IterDomain.broadcast() if length == 1 and source.is_broadcast
+            IterDomain(IterType.BROADCAST, 1, rfactor=True) if static_one
             else IterDomain.iteration(length, rfactor=True)
         )
     out = TensorView(dtype=arg.dtype, domain=tuple(domain))

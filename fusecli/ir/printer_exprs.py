@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fusecli.ir import dtype as dt
+from fusecli.ir import printer_attention
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr
 from fusecli.ir.optype import OpKind, OpType
@@ -188,6 +189,11 @@ def _scatter(expr: Expr, values: ValuePrinter) -> str:
     )
 
 
+def _index_put_accumulate(expr: Expr, values: ValuePrinter) -> str:
+    acc, index, value = (values.value(v) for v in expr.inputs)
+    return _two_lines(expr, values, f"indexPutAccumulate( {acc}, {index}, {value} )")
+
+
 _EMBEDDING_DEFAULTS = {"norm_type": "double(2)", "scale_grad_by_freq": "false", "sparse": "false"}
 
 
@@ -266,18 +272,6 @@ def _linear(expr: Expr, values: ValuePrinter) -> str:
     return text + "  )\n"
 
 
-def _sdpa(expr: Expr, values: ValuePrinter) -> str:
-    query, key, value, *given = (values.value(v) for v in expr.inputs)
-    present = [n for n in ("dropout_p", "is_causal", "scale") if expr.attr(f"has_{n}")]
-    scalars = {"dropout_p": "double(0)", "is_causal": "false", **dict(zip(present, given))}
-    args = [query, key, value, *(f"{n} = {scalars[n]}" for n in ("dropout_p", "is_causal"))]
-    outputs = ",\n".join(values.value(v) for v in expr.outputs)
-    text = f"{outputs}\n   = sdpa({_ALIGNED.join(args)}"
-    if "scale" in scalars:  # with nvFuser's spaces, as in linear
-        text += f"  ,\n          scale = {scalars['scale']}"
-    return text + "  )\n"
-
-
 # ---------------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------------
@@ -318,6 +312,7 @@ EXPR_PRINTERS: dict[OpType, ExprPrinter] = {
     OpType.gather: _gather,
     OpType.take_along_axis: _gather,
     OpType.scatter: _scatter,
+    OpType.index_put_accumulate: _index_put_accumulate,
     OpType.embedding_fwd: _embedding,
     OpType.full: _full,
     OpType.iota: _iota,
@@ -325,7 +320,9 @@ EXPR_PRINTERS: dict[OpType, ExprPrinter] = {
     OpType.matmul: _matmul,
     OpType.mma: _mma,
     OpType.linear: _linear,
-    OpType.sdpfa_fwd: _sdpa,
+    OpType.grouped_mm: printer_attention.grouped_mm,
+    OpType.sdpfa_fwd: printer_attention.sdpa,
+    OpType.sdpfa_bwd: printer_attention.sdpa_bwd,
     OpType.triu: _generic,
     **_by_kind(OpKind.SCALAR, _generic),
 }

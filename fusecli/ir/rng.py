@@ -22,12 +22,13 @@ Seeds and offsets are what they are in nvFuser: ``rng_seed`` and ``rng_offset`` 
 definition gives them; else fusecli's own choice, the execution's seed and the expr's position
 among the fusion's random exprs (deterministic per call; nvFuser takes both from its generator).
 
-``random_tensor`` computes this with torch integer ops on the request's device (uint32 products
-from 16-bit halves in int64), so the reference, ATen and sdpfa's dropout share it, and
-generated kernels compute the same numbers in-kernel (``fusecli.codegen.prelude``). Uniform
-draws are bit-exact with nvFuser's for an explicit seed and offset (the fused multiply-adds
-emulated exactly); normals agree to a few ulps: the logarithm, sine and cosine here are the
-float64 functions rounded to the output's precision, nvFuser's CUDA's ``logf``/``sinf``/``cosf``.
+``random_tensor`` computes this with torch integer ops on the request's device, pass after pass
+of whole-tensor ops (a dozen in place per Philox round; no Python work per element), so the
+reference, ATen and sdpfa's dropout share it, and generated kernels compute the same numbers
+in-kernel (``fusecli.codegen.prelude``). Uniform draws are bit-exact with nvFuser's for an
+explicit seed and offset (the fused multiply-adds emulated exactly); normals agree to a few
+ulps: the logarithm, sine and cosine here are the float64 functions rounded to the output's
+precision, nvFuser's CUDA's ``logf``/``sinf``/``cosf``.
 Other floating types (float8) are drawn as Float and cast; nvFuser has no stream for them.
 """
 
@@ -40,10 +41,11 @@ _MASK32 = 0xFFFFFFFF
 _MULTIPLIERS = (0xD2511F53, 0xCD9E8D57)
 _KEY_STEPS = (0x9E3779B9, 0xBB67AE85)
 _TWO_PI_FLOAT = 6.2831854820251465  # 6.2831855f
-# Philox calls per pass: bounds the int64 temporaries (32 MiB each on a GPU); on the CPU, small
-# enough for the cache and for torch to keep each op on one thread (faster than splitting it)
-_CHUNK = {"cpu": 1 << 13}
-_DEVICE_CHUNK = 1 << 22
+# Elements drawn per pass. On the CPU, torch's grain size: every op of a pass then runs on one
+# thread, in cache (splitting ops this small across threads costs more than it gains, and much
+# more on a loaded machine). On a GPU, bounds the temporaries (int64 words: 32 MiB each).
+_PASS = {"cpu": 1 << 15}
+_DEVICE_PASS = 1 << 23
 
 
 def random_tensor(
@@ -66,11 +68,11 @@ def random_tensor(
     numel = math.prod(shape)
     flat = torch.empty(numel, dtype=draw, device=device)
     calls = -(-numel // multiple)
-    chunk = _CHUNK.get(flat.device.type, _DEVICE_CHUNK)
+    chunk = _PASS.get(flat.device.type, _DEVICE_PASS) // multiple  # Philox calls per pass
     for start in range(0, calls, chunk):
         stop = min(calls, start + chunk)
         subsequence = torch.arange(start, stop, dtype=torch.int64, device=flat.device)
-        words = philox(seed, subsequence, offset)
+        words = _philox_words(seed, subsequence, offset)
         values = _DRAWS[kind, multiple](words, draw, float(first), float(second))
         flat[start * multiple:stop * multiple] = values[: min(numel, stop * multiple)
                                                         - start * multiple]
@@ -82,29 +84,34 @@ def philox(seed: int, subsequence: Any, offset: int) -> Any:
     tensor [n, 4] of the four 32-bit output words."""
     import torch
 
+    return torch.stack(_philox_words(seed, subsequence, offset), dim=1)
+
+
+def _philox_words(seed: int, subsequence: Any, offset: int) -> tuple[Any, Any, Any, Any]:
+    """``philox``'s four output words, each an int64 tensor like ``subsequence``."""
+    import torch
+
     seed, offset = int(seed) & (2**64 - 1), int(offset) & (2**64 - 1)
-    keys = [seed & _MASK32, seed >> 32]
-    counter = [
-        torch.full_like(subsequence, offset & _MASK32),
-        torch.full_like(subsequence, offset >> 32),
-        subsequence & _MASK32,
-        (subsequence >> 32) & _MASK32,
-    ]
+    key0, key1 = seed & _MASK32, seed >> 32
+    word0 = torch.full_like(subsequence, offset & _MASK32)
+    word1 = torch.full_like(subsequence, offset >> 32)
+    word2 = subsequence & _MASK32
+    word3 = (subsequence >> 32).bitwise_and_(_MASK32)
     for _ in range(10):
-        high0, low0 = _mulhilo(_MULTIPLIERS[0], counter[0])
-        high1, low1 = _mulhilo(_MULTIPLIERS[1], counter[2])
-        counter = [high1 ^ counter[1] ^ keys[0], low1, high0 ^ counter[3] ^ keys[1], low0]
-        keys = [(key + step) & _MASK32 for key, step in zip(keys, _KEY_STEPS)]
-    return torch.stack(counter, dim=1)
+        # The 64-bit products of two 32-bit words wrap in int64 (two's complement, as torch's
+        # integer multiply does on every device): the bits are the unsigned product's.
+        product0 = word0.mul_(_MULTIPLIERS[0])
+        product1 = word2.mul_(_MULTIPLIERS[1])
+        word0 = _high(product1).bitwise_xor_(word1).bitwise_xor_(key0)
+        word2 = _high(product0).bitwise_xor_(word3).bitwise_xor_(key1)
+        word1, word3 = product1.bitwise_and_(_MASK32), product0.bitwise_and_(_MASK32)
+        key0, key1 = (key0 + _KEY_STEPS[0]) & _MASK32, (key1 + _KEY_STEPS[1]) & _MASK32
+    return word0, word1, word2, word3
 
 
-def _mulhilo(multiplier: int, word: Any) -> tuple[Any, Any]:
-    """The high and low 32 bits of ``multiplier * word`` (both below 2**32), in int64 without
-    overflow: the product of each 16-bit half of ``word`` stays below 2**48."""
-    low_part = multiplier * (word & 0xFFFF)
-    high_part = multiplier * (word >> 16)
-    below = ((high_part & 0xFFFF) << 16) + low_part  # the product less (high_part >> 16) << 32
-    return (high_part >> 16) + (below >> 32), below & _MASK32
+def _high(product: Any) -> Any:
+    """Bits 32 to 63 of a 64-bit product held in int64 (the shift copies the sign bit in)."""
+    return (product >> 32).bitwise_and_(_MASK32)
 
 
 # -- from words to values -----------------------------------------------------------------------
@@ -129,10 +136,18 @@ def _uniform_double(low: Any, high: Any) -> Any:
     return torch.where(raw == 1.0, 0.0, raw)
 
 
+def _interleaved(values: list[Any]) -> Any:
+    """One tensor of ``values[0][0], values[1][0], ..., values[0][1], ...``: element ``i`` of a
+    draw takes call ``i // len(values)``'s component ``i % len(values)``."""
+    import torch
+
+    return torch.stack(values, dim=1).reshape(-1)
+
+
 def _uniform4(words: Any, dtype: Any, low: float, high: float) -> Any:
     import torch
 
-    flat = words.reshape(-1)
+    flat = _interleaved(list(words))
     low32, high32 = _f32(low, flat.device), _f32(high, flat.device)
     if dtype is torch.float32:
         return fma_float(high32 - low32, _uniformf(flat), low32)
@@ -141,31 +156,37 @@ def _uniform4(words: Any, dtype: Any, low: float, high: float) -> Any:
 
 
 def _uniform2(words: Any, dtype: Any, low: float, high: float) -> Any:
-    pairs = words.reshape(-1, 2)
-    u = _uniform_double(pairs[:, 0], pairs[:, 1])
+    word0, word1, word2, word3 = words
+    u = _interleaved([_uniform_double(word0, word1), _uniform_double(word2, word3)])
     return fma_double(high - low, u, low)
 
 
 def _normal4(words: Any, dtype: Any, mean: float, std: float) -> Any:
-    import torch
-
-    u, v = _uniformf(words[:, 0::2]).double(), _uniformf(words[:, 1::2]).double()
-    angle = (v * _TWO_PI_FLOAT).float().double()
-    radius = (-2.0 * torch.log(u).float().double()).sqrt().float().double()
-    pair = torch.stack([torch.sin(angle).float(), torch.cos(angle).float()], dim=-1)
-    normal = (radius.unsqueeze(-1) * pair.double()).float().reshape(-1)  # sin, cos, sin, cos
+    word0, word1, word2, word3 = words
+    normal = _interleaved([*_box_muller_float(word0, word1), *_box_muller_float(word2, word3)])
     device = normal.device
     return fma_float(normal, _f32(std, device), _f32(mean, device)).to(dtype)
+
+
+def _box_muller_float(u_word: Any, v_word: Any) -> tuple[Any, Any]:
+    """The float normals (sine, cosine) of one pair of words, each step rounded to float."""
+    import torch
+
+    u, v = _uniformf(u_word).double(), _uniformf(v_word).double()
+    angle = (v * _TWO_PI_FLOAT).float().double()
+    radius = (-2.0 * torch.log(u).float().double()).sqrt().float().double()
+    return (radius * torch.sin(angle).float().double()).float(), (
+        radius * torch.cos(angle).float().double()).float()
 
 
 def _normal2(words: Any, dtype: Any, mean: float, std: float) -> Any:
     import torch
 
-    u = _uniform_double(words[:, 0], words[:, 1])
-    angle = _uniform_double(words[:, 2], words[:, 3]) * 6.2831853071795860
+    word0, word1, word2, word3 = words
+    u = _uniform_double(word0, word1)
+    angle = _uniform_double(word2, word3) * 6.2831853071795860
     radius = torch.sqrt(-2.0 * torch.log(u))
-    normal = (radius.unsqueeze(-1) * torch.stack([angle.sin(), angle.cos()], dim=-1))
-    return fma_double(normal.reshape(-1), std, mean)
+    return fma_double(_interleaved([radius * angle.sin(), radius * angle.cos()]), std, mean)
 
 
 _DRAWS = {
@@ -187,8 +208,23 @@ def _f32(value: float, device: Any) -> Any:
 
 def fma_float(a: Any, b: Any, c: Any) -> Any:
     """``fmaf(a, b, c)`` of float32 tensors: ``a * b`` is exact in float64, and its sum with
-    ``c`` rounded to odd in float64 rounds to float32 as the exact sum does (53 >= 24 + 2)."""
-    return _sum_to_odd(a.double() * b.double(), c.double()).float()
+    ``c`` rounded to odd in float64 rounds to float32 as the exact sum does (53 >= 24 + 2).
+
+    Rounding the sum to nearest instead changes the float32 result only where the float64 sum
+    lands on a float32 tie (no tie lies strictly between a value and its nearest double), or
+    among float32's subnormals, whose ties sit elsewhere: only those elements, rare, take the
+    rounding to odd."""
+    import torch
+
+    product, addend = a.double() * b.double(), c.double()
+    total = product + addend
+    tie = (total.view(torch.int64) & 0x1FFFFFFF) == 0x10000000  # half a float32 ulp, exactly
+    suspects = (tie | ((total.abs() < 2.0**-126) & (total != 0))).nonzero(as_tuple=True)
+    if suspects[0].numel():
+        total[suspects] = _sum_to_odd(
+            product.expand_as(total)[suspects], addend.expand_as(total)[suspects]
+        )
+    return total.float()
 
 
 def fma_double(a: Any, b: Any, c: Any) -> Any:

@@ -1,9 +1,12 @@
 """``import nvfuser`` inside a loaded script: fusecli's frontend, for that script only.
 
 fusecli never installs a top-level ``nvfuser`` package. While ``nvfuser_modules()`` is active,
-``sys.modules`` maps ``nvfuser`` and ``nvfuser_direct`` (and their ``pytorch_utils``, and
-``nvfuser.contrib.nn.normalization``) to small module objects that hold fusecli's frontend; on
-exit the previous entries come back, so a real nvFuser, imported or not, stays untouched.
+importing ``nvfuser`` or ``nvfuser_direct`` (and their ``pytorch_utils``, their version modules
+``nvfuser.nvfuser_version`` and ``nvfuser_direct.nvfuser_direct_version``, and
+``nvfuser.contrib.nn.normalization``) gives small module objects that hold fusecli's frontend,
+made at the first import as nvFuser's are: importing one while the other is imported warns as
+nvFuser does ("Be careful! ..."). On exit the previous entries come back, so a real nvFuser,
+imported or not, stays untouched.
 """
 
 from __future__ import annotations
@@ -11,17 +14,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import importlib.abc
+import importlib.util
 import sys
 import types
+import warnings
 from collections.abc import Iterator
 
 import torch
 
 import fusecli.frontend as frontend
+from fusecli.frontend.version import NvfuserVersion, Version
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
 
 MODULE_NAMES = ("nvfuser", "nvfuser_direct")
+# Each frontend's version module, and the other frontend, importing which first makes it warn.
+VERSION_MODULES = {"nvfuser": "nvfuser_version", "nvfuser_direct": "nvfuser_direct_version"}
+OTHER_FRONTEND = {"nvfuser": "nvfuser_direct", "nvfuser_direct": "nvfuser"}
 
 _PYTHON_TYPES = {
     bool: DataType.Bool,
@@ -84,11 +94,13 @@ def shim_module(name: str) -> types.ModuleType:
     for attribute in frontend.__all__:
         setattr(module, attribute, getattr(frontend, attribute))
     if name == "nvfuser_direct":
-        from fusecli.frontend.definition import DirectFusionDefinition
+        from fusecli.frontend.direct import DirectFusionDefinition
 
         module.FusionDefinition = DirectFusionDefinition
     module.__path__ = []  # a package, so that ``import nvfuser.pytorch_utils`` is understood
-    module.__version__ = frontend.__version__
+    module.__version__ = frontend.version()
+    _submodule(module, VERSION_MODULES[name], __version__=module.__version__,
+               NvfuserVersion=NvfuserVersion, Version=Version)
     _submodule(module, "pytorch_utils",
                torch_dtype_to_nvfuser_dtype=torch_dtype_to_nvfuser_dtype,
                python_scalar_to_nvfuser_dtype=python_scalar_to_nvfuser_dtype,
@@ -111,20 +123,51 @@ def submodules(module: types.ModuleType) -> dict[str, types.ModuleType]:
     return found
 
 
+class _Frontends(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``nvfuser`` and ``nvfuser_direct`` first on ``sys.meta_path``; remembers every
+    module it put in ``sys.modules``."""
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+
+    def find_spec(self, name: str, path: object = None, target: object = None):
+        if name not in MODULE_NAMES:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=True)
+
+    def create_module(self, spec) -> types.ModuleType:
+        return shim_module(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self.made.append(module.__name__)
+        for name, child in submodules(module).items():
+            sys.modules[name] = child
+            self.made.append(name)
+        other = OTHER_FRONTEND[module.__name__]
+        if other in sys.modules:
+            warnings.warn(
+                f"Be careful! You've imported {module.__name__} when the {other} module is "
+                "already imported.",
+                UserWarning,
+                stacklevel=2,
+            )
+
+
+def _owned(name: str) -> bool:
+    return any(name == top or name.startswith(top + ".") for top in MODULE_NAMES)
+
+
 @contextlib.contextmanager
 def nvfuser_modules() -> Iterator[None]:
-    entries: dict[str, types.ModuleType] = {}
-    for name in MODULE_NAMES:
-        module = shim_module(name)
-        entries[name] = module
-        entries.update(submodules(module))
-    saved = {name: sys.modules.get(name) for name in entries}
-    sys.modules.update(entries)
+    saved = {name: module for name, module in sys.modules.items() if _owned(name)}
+    for name in saved:
+        del sys.modules[name]
+    finder = _Frontends()
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
+        sys.meta_path.remove(finder)
+        for name in finder.made:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)

@@ -44,11 +44,12 @@ An expr's own roundings, relative to a magnitude ``|y|`` (``u(T) = eps(T) / 2``)
   half of ``T``'s smallest subnormal) more in ``hard``, and ``tight`` reset as above; a narrow
   linear with a bias may also round its product before adding the bias, and a narrow attention
   its probabilities (``inner_rounding``);
-- a sum, scan, matmul or normalization over ``n`` elements: ``K (ceil(log2 n) + sqrt(n)) u
-  S``, where ``S`` is the result over ``|x|`` (``sum |x|``, ``|A| |B|``): a tree of
-  ``log2 n`` levels over serial partial sums whose roundings grow like a random walk; a product
-  of ``n`` factors ``K (n - 1) u |y|``; a variance also the square of its mean's error, the one
-  second-order term that matters (``mean_error_squared``);
+- a sum, scan, matmul, normalization or accumulation (``index_put_accumulate``, in its
+  output's dtype) over ``n`` elements: ``K (ceil(log2 n) + sqrt(n)) u S``, where ``S`` is
+  the result over ``|x|`` (``sum |x|``, ``|A| |B|``): a tree of ``log2 n`` levels over serial
+  partial sums whose roundings grow like a random walk; a product of ``n`` factors
+  ``K (n - 1) u |y|``; a variance also the square of its mean's error, the one second-order
+  term that matters (``mean_error_squared``);
 - underflow: an absolute ``K`` smallest normals over ``eps`` of the arithmetic's dtype
   (``underflow``).
 
@@ -96,6 +97,9 @@ _ALIGNED = frozenset({OpType.prod, OpType.cumprod, OpType.var, OpType.var_mean,
                       OpType.welford})  # by gradient
 _SUMS = frozenset({OpKind.REDUCTION, OpKind.NORMALIZATION, OpKind.SCAN, OpKind.MATMUL,
                    OpKind.ATTENTION})
+# An index op that adds what it moves: each element sums its own value and the values the index
+# sends to it, in the output's dtype and in any order (atomics), so two correct runs differ.
+_ACCUMULATES = frozenset({OpType.index_put_accumulate})
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,8 @@ def expr_bounds(
     # The rule over |operands|, once: the base a sum of products moves from, the scale of a
     # sum's rounding growth (sum |x|, |A| |B|).
     at_magnitudes = None
-    if expr.op.kind in _PRODUCTS or (expr.op.kind in _SUMS and expr.op not in _SELECTS):
+    sums = (expr.op.kind in _SUMS and expr.op not in _SELECTS) or expr.op in _ACCUMULATES
+    if expr.op.kind in _PRODUCTS or sums:
         at_magnitudes = _evaluate(rule, ctx, [o.abs() if real_float(o) else o for o in operands])
     propagated_hard = _propagate(expr, ctx, rule, operands, results, moved, "hard", at_magnitudes)
     propagated_tight = _propagate(
@@ -139,7 +144,7 @@ def expr_bounds(
     )
     growth = _growth(expr, operands, results, at_magnitudes)
     # A sum of products rounds relative to |A| |B|, a sum of terms to the terms, not to |y|.
-    products = at_magnitudes if expr.op.kind in _PRODUCTS else None
+    products = at_magnitudes if expr.op.kind in _PRODUCTS or expr.op in _ACCUMULATES else None
     sum_of_terms = term_magnitude(expr.op, operands)
     bounds: list[Bounds | str | None] = []
     for index, (out, result) in enumerate(zip(expr.outputs, results, strict=True)):
@@ -155,8 +160,8 @@ def expr_bounds(
         held = dt.to_torch(out.dtype)
         computed_in = torch.float64 if held == torch.float64 else torch.float32
         arithmetic = ULPS_PER_OP * unit_roundoff(computed_in)
-        own = 0.0 if (expr.op.kind in _MOVES_DATA or expr.op in _SELECTS
-                      or expr.op.kind is OpKind.CAST) else arithmetic
+        moves = expr.op.kind in _MOVES_DATA and expr.op not in _ACCUMULATES
+        own = 0.0 if (moves or expr.op in _SELECTS or expr.op.kind is OpKind.CAST) else arithmetic
         floor = underflow(computed_in) if own else 0.0
         hard = propagated_hard[index] + own * magnitude + floor + growth[index]
         tight = propagated_tight[index] + own * magnitude + floor + growth[index]
@@ -172,7 +177,7 @@ def expr_bounds(
                 # operands' layout picks: two correct runs may round its result differently,
                 # by an ulp.
                 tight = tight + unit_roundoff(held) * result.abs()
-            elif narrow:
+            elif narrow and expr.op not in _ACCUMULATES:
                 tight = torch.zeros_like(tight)
         if expr.op in _VARIANCES and index == _VARIANCES[expr.op]:
             second_order = mean_error_squared(expr, ctx, operands, result, moved)
@@ -305,9 +310,11 @@ def _gradient_sign(rule, ctx, operands, position, index) -> torch.Tensor:
 
 def _growth(expr, operands, results, at_magnitudes) -> list[torch.Tensor | float]:
     """Per result, the rounding a sum of ``n`` terms adds (module docstring); the sums are
-    accumulated in float32. ``at_magnitudes`` is the rule over |operands|."""
-    if expr.op.kind not in _SUMS or expr.op in _SELECTS:  # max and min select: exact
-        return [0.0] * len(results)
+    accumulated in float32, an accumulation in its output's dtype. ``at_magnitudes`` is the
+    rule over |operands|."""
+    accumulates = expr.op in _ACCUMULATES
+    if (expr.op.kind not in _SUMS or expr.op in _SELECTS) and not accumulates:
+        return [0.0] * len(results)  # max and min select: exact
     first = next((o for o in operands if real_float(o)), None)
     if first is None:
         return [0.0] * len(results)
@@ -315,6 +322,8 @@ def _growth(expr, operands, results, at_magnitudes) -> list[torch.Tensor | float
     if size <= 1:
         return [0.0] * len(results)
     unit = ULPS_PER_OP * unit_roundoff(torch.float32)
+    if accumulates:
+        unit = max(unit, ULPS_PER_OP * unit_roundoff(dt.to_torch(expr.outputs[0].dtype)))
     if expr.op in (OpType.prod, OpType.cumprod):
         return [unit * (size - 1) * r.abs() if real_float(r) else 0.0 for r in results]
     factor = unit * (math.ceil(math.log2(size)) + math.sqrt(size))
@@ -331,7 +340,11 @@ def _growth(expr, operands, results, at_magnitudes) -> list[torch.Tensor | float
 
 
 def _terms(expr: Expr, operands: Sequence[object], results: Sequence[object], first) -> int:
-    """How many terms each element of the result sums."""
+    """How many terms each element of the result sums (at most, for an accumulation)."""
+    if expr.op in _ACCUMULATES:
+        rows = int(first.shape[0])
+        index = operands[1].long().flatten()
+        return 1 + int(torch.bincount(index % rows, minlength=1).max()) if rows else 1
     if expr.op.kind is OpKind.MATMUL:
         return int(first.shape[-1]) if first.dim() else 1
     if expr.op.kind is OpKind.ATTENTION:

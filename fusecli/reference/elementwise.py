@@ -103,6 +103,27 @@ def _c_division(a: Tensor, b: Tensor) -> Tensor:
     return torch.div(a, b, rounding_mode=None if exact else "trunc")
 
 
+def _cuda_when_dividing_by_zero(
+    function: Callable[[Tensor, Tensor], Tensor],
+) -> Callable[[Tensor, Tensor], Tensor]:
+    """``function`` on integers, with nvFuser's kernels' answer where the divisor is 0 (C leaves
+    it undefined; torch's CPU raises): the quotient or remainder CUDA's integer division gives,
+    -1 (all ones) or, for a non-negative int64 dividend, 0xFFFFFFFF."""
+
+    def divide(a: Tensor, b: Tensor) -> Tensor:
+        exact = a.is_floating_point() or a.is_complex() or a.dtype == torch.bool
+        if exact or not bool((b == 0).any()):
+            return function(a, b)
+        result = function(a, b.masked_fill(b == 0, 1))
+        all_ones = torch.full_like(a, -1) if a.is_signed() else torch.full_like(
+            a, torch.iinfo(a.dtype).max)
+        if a.dtype == torch.int64:
+            all_ones = all_ones.masked_fill(a >= 0, 0xFFFFFFFF)
+        return torch.where(b == 0, all_ones, result)
+
+    return divide
+
+
 def _logical_right_shift(a: Tensor, shift: Tensor) -> Tensor:
     """Shift the bit pattern right, filling with zeros whatever the sign.
 
@@ -129,11 +150,11 @@ BINARY: dict[OpType, Callable[[Tensor, Tensor], Tensor]] = {
     OpType.sub: operator.sub,
     OpType.mul: operator.mul,
     OpType.truediv: operator.truediv,
-    OpType.div: _c_division,
+    OpType.div: _cuda_when_dividing_by_zero(_c_division),
     OpType.pow: operator.pow,
-    OpType.remainder: operator.mod,  # Python's %: the sign of the divisor
-    OpType.mod: torch.fmod,  # C's %: the sign of the dividend
-    OpType.fmod: torch.fmod,
+    OpType.remainder: _cuda_when_dividing_by_zero(operator.mod),  # the sign of the divisor
+    OpType.mod: _cuda_when_dividing_by_zero(torch.fmod),  # C's %: the sign of the dividend
+    OpType.fmod: _cuda_when_dividing_by_zero(torch.fmod),
     OpType.gcd: torch.gcd,
     # comparisons
     OpType.eq: operator.eq,

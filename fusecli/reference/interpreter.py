@@ -253,29 +253,32 @@ def _write_outputs(
     """The visible outputs, laid out as asked; aliased outputs written into their inputs.
 
     Every output is computed before any input is written, as in nvFuser, so a visible output
-    that shares memory with a written input (a permute or a set of it) is cloned first.
+    that shares memory with a written input (a permute or a set of it) is cloned first. A
+    written input added as an output itself comes back written: nvFuser returns the input.
     """
-    visible: list[object] = []
+    visible: list[tuple[int, object]] = []
     writes: list[tuple[torch.Tensor, torch.Tensor]] = []
+    written: dict[int, torch.Tensor] = {}  # input uid -> the value written into it
     for output in fusion.outputs:
         value = _read(env, output.value, float64)
         if isinstance(value, torch.Tensor):
             value = with_stride_order(value, output.stride_order)
         if output.alias_input is None:
-            visible.append(value)
+            visible.append((output.value.uid, value))
             continue
         position = next(i for i, val in enumerate(fusion.inputs) if val is output.alias_input)
         writes.append((inputs[position], value.clone()))
+        written[output.alias_input.uid] = writes[-1][1]
     targets = [target for target, _ in writes]
-    visible = [
-        value.clone()
-        if isinstance(value, torch.Tensor) and _shares_memory(value, targets)
+    results = [
+        written[uid].clone() if uid in written
+        else value.clone() if isinstance(value, torch.Tensor) and _shares_memory(value, targets)
         else value
-        for value in visible
+        for uid, value in visible
     ]
     for target, value in writes:
         target.copy_(value)
-    return visible
+    return results
 
 
 def _shares_memory(value: torch.Tensor, targets: list[torch.Tensor]) -> bool:

@@ -1,10 +1,11 @@
 """Reference rules for everything that is not elementwise.
 
 Reductions, normalizations, scans and sorts; shape ops (broadcast, expand, reshape, permute,
-squeeze, slice, pad, cat); indexing; creation and random numbers; matmul, linear and attention;
-shape queries. As for the elementwise rules, each is the eager-torch call a user would write,
-kept independent of the executors' tables. A rule receives tensors, Python numbers for scalars
-and lists of ints for vectors; the interpreter converts its results to the IR dtypes.
+squeeze, slice, pad, cat); indexing; creation and random numbers; matmul and linear; shape
+queries (attention and grouped_mm: ``attention``). As for the elementwise rules, each is the
+eager-torch call a user would write, kept independent of the executors' tables. A rule receives
+tensors, Python numbers for scalars and lists of ints for vectors; the interpreter converts its
+results to the IR dtypes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from fusecli.ir.attrs import (
     embedding_options,
     pad_widths,
     random_seed,
-    sdpfa_options,
     slice_bounds,
 )
 from fusecli.ir.optype import OpType
@@ -192,40 +192,13 @@ def _random_like(kind: str) -> Callable[..., Tensor]:
     return rule
 
 
-# -- matmul and attention ----------------------------------------------------------------------
+# -- matmul -------------------------------------------------------------------------------------
 
 
 def _mma(ctx: OpContext, a: Tensor, b: Tensor) -> Tensor:
     """The 2024 lowering of matmul: broadcast operands, multiply, sum over K (in Float)."""
     dtype = ctx.dtype()
     return (a.to(dtype) * b.to(dtype)).sum(dim=ctx.expr.attr("reduction_axis"))
-
-
-def _sdpfa_fwd(ctx: OpContext, query: Tensor, key: Tensor, value: Tensor, *given: object):
-    """softmax(q k^T * scale) v, written out, in float32 at least (float64 for Double inputs
-    and in float64 mode); the logsumexp of the same scaled, masked scores; zero philox state.
-    """
-    options = sdpfa_options(ctx.expr, (query, key, value, *given))
-    dropout_p = float(options.get("dropout_p") or 0.0)
-    if dropout_p > 0:
-        raise ValueError(
-            f"dropout_p={dropout_p} cannot be reproduced: dropout draws from nvFuser's philox "
-            "stream; compare with dropout_p=0.0"
-        )
-    scale = options.get("scale")
-    if scale is None:
-        scale = 1.0 / math.sqrt(query.shape[-1])
-    math_dtype = torch.promote_types(query.dtype, torch.float32)
-    q, k, v = (t.to(math_dtype) for t in (query, key, value))
-    scores = torch.matmul(q, k.transpose(-2, -1)) * scale
-    if options.get("is_causal"):  # query i sees keys 0..i: the lower triangle of each matrix
-        visible = torch.ones_like(scores, dtype=torch.bool).tril()
-        scores = torch.where(visible, scores, -math.inf)
-    out = torch.matmul(torch.softmax(scores, dim=-1), v)
-    logsumexp = torch.logsumexp(scores, dim=-1)
-    philox_seed = torch.zeros((), dtype=torch.int64, device=ctx.device)
-    philox_offset = torch.zeros((), dtype=torch.int64, device=ctx.device)
-    return out, logsumexp, philox_seed, philox_offset
 
 
 # -- the table ---------------------------------------------------------------------------------
@@ -269,6 +242,9 @@ STRUCTURAL_RULES: dict[OpType, Callable[..., object]] = {
         x, index.long(), dim=_dim(ctx)
     ),
     OpType.scatter: lambda ctx, x, index, src: torch.scatter(x, _dim(ctx), index.long(), src),
+    OpType.index_put_accumulate: lambda ctx, acc, index, value: torch.index_put(
+        acc, (index.long(),), value, accumulate=True
+    ),
     OpType.embedding_fwd: _embedding_fwd,
     # creation and random numbers
     OpType.full: lambda ctx, shape, fill: torch.full(
@@ -279,11 +255,10 @@ STRUCTURAL_RULES: dict[OpType, Callable[..., object]] = {
     OpType.normal: _random("normal"),
     OpType.rand_like: _random_like("uniform"),
     OpType.randn_like: _random_like("normal"),
-    # products and attention
+    # products
     OpType.matmul: lambda ctx, a, b: a @ b,
     OpType.mma: _mma,
     OpType.linear: lambda ctx, *operands: F.linear(*operands),  # x Wᵀ (+ bias)
-    OpType.sdpfa_fwd: _sdpfa_fwd,
     OpType.triu: lambda ctx, x, diagonal=0: torch.triu(x, diagonal=int(diagonal)),
     # shape queries
     OpType.size: lambda ctx, x: x.size(_dim(ctx)),

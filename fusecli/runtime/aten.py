@@ -21,6 +21,7 @@ from fusecli.errors import PipelineError
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Scalar, TensorView
 from fusecli.ir.optype import OpType
+from fusecli.runtime.aten_attention import ATTENTION_OPS
 from fusecli.runtime.aten_elementwise import ELEMENTWISE_OPS, AtenFn
 from fusecli.runtime.aten_other import OTHER_OPS
 from fusecli.runtime.aten_reduction import REDUCTION_OPS
@@ -36,7 +37,9 @@ from fusecli.runtime.context import (
 from fusecli.runtime.faults import corrupt
 from fusecli.segment.result import Segment
 
-ATEN_OPS: dict[OpType, AtenFn] = {**ELEMENTWISE_OPS, **SHAPE_OPS, **REDUCTION_OPS, **OTHER_OPS}
+ATEN_OPS: dict[OpType, AtenFn] = {
+    **ELEMENTWISE_OPS, **SHAPE_OPS, **REDUCTION_OPS, **OTHER_OPS, **ATTENTION_OPS
+}
 # Ops without an ATen entry, each with why (tests/test_op_tables.py checks the coverage): none.
 UNSUPPORTED: frozenset[OpType] = frozenset()
 

@@ -84,6 +84,27 @@ def _div(a: Tensor, b: Tensor) -> Tensor:
     return torch.div(a, b)
 
 
+def _by_zero_as_cuda(divide: Callable[[Tensor, Tensor], Tensor]) -> Callable[..., Tensor]:
+    """``divide`` (div, mod, fmod, remainder) where an integer divisor of 0 gives what nvFuser's
+    kernels give: C's ``/`` and ``%`` are undefined there and CUDA's answer is every bit set,
+    except for an int64 dividend at least 0: 2**32 - 1 (as PyTorch's CUDA tests record). Torch
+    on the CPU raises instead."""
+
+    def guarded(a: Tensor, b: Tensor) -> Tensor:
+        if not _is_integer(a):
+            return divide(a, b)
+        by_zero = b == 0
+        if not bool(by_zero.any()):
+            return divide(a, b)
+        quotient = divide(a, torch.where(by_zero, torch.ones_like(b), b))
+        every_bit = torch.bitwise_not(torch.zeros_like(a))
+        if a.dtype is torch.int64:
+            every_bit = torch.where(a >= 0, torch.full_like(a, 2**32 - 1), every_bit)
+        return torch.where(by_zero, every_bit, quotient)
+
+    return guarded
+
+
 def _sub(a: Tensor, b: Tensor) -> Tensor:
     if a.dtype is torch.bool:  # C++: bool(int(a) - int(b)), which torch.sub refuses
         return torch.ne(a, b)
@@ -163,7 +184,7 @@ def _cast(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]
 def _set(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
     """``set`` and ``segment_set``: values are immutable here, so the copy can share memory.
 
-    Fusion outputs that share memory with inputs or other outputs are copied at the end.
+    ``runtime.outputs`` copies a fusion output that shares memory where nvFuser's does not.
     """
     return (args[0],)
 
@@ -246,11 +267,11 @@ ELEMENTWISE_COMPUTE: dict[OpType, Callable[..., Tensor]] = {
     OpType.add: torch.add,
     OpType.sub: _sub,
     OpType.mul: torch.mul,
-    OpType.div: _div,
+    OpType.div: _by_zero_as_cuda(_div),
     OpType.truediv: torch.true_divide,
-    OpType.mod: torch.fmod,  # C fmod: the sign of the dividend
-    OpType.fmod: torch.fmod,
-    OpType.remainder: torch.remainder,  # Python remainder: the sign of the divisor
+    OpType.mod: _by_zero_as_cuda(torch.fmod),  # C fmod: the sign of the dividend
+    OpType.fmod: _by_zero_as_cuda(torch.fmod),
+    OpType.remainder: _by_zero_as_cuda(torch.remainder),  # Python's: the sign of the divisor
     OpType.pow: torch.pow,
     OpType.atan2: torch.atan2,
     OpType.nextafter: torch.nextafter,

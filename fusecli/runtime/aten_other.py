@@ -1,5 +1,5 @@
-"""ATen execution of indexing, creation, random numbers, matmul / linear / attention, triu and
-shape queries.
+"""ATen execution of indexing, creation, random numbers, matmul / linear, triu and shape
+queries (attention and grouped_mm: ``aten_attention``).
 
 Creation ops with no tensor operand (full, iota, uniform, normal) allocate on ``ctx.device``.
 Random values come from ``fusecli.ir.rng.random_tensor``, the stream the reference shares.
@@ -7,14 +7,13 @@ Random values come from ``fusecli.ir.rng.random_tensor``, the stream the referen
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from fusecli.ir import dtype as dt
-from fusecli.ir.attrs import embedding_options, random_seed, sdpfa_options
+from fusecli.ir.attrs import embedding_options, random_seed
 from fusecli.ir.nodes import Expr
 from fusecli.ir.optype import OpType
 from fusecli.ir.rng import random_tensor
@@ -54,6 +53,13 @@ def _scatter(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, .
     """Out of place; a scalar ``src`` fills the indexed positions."""
     tensor, index, src = args
     return (torch.scatter(tensor, expr.attr("dim"), _long(index), src),)
+
+
+def _index_put_accumulate(
+    expr: Expr, args: list[Any], ctx: ExecutionContext
+) -> tuple[Any, ...]:
+    acc, index, value = args
+    return (torch.index_put(acc, (_long(index),), value, accumulate=True),)
 
 
 _EMBEDDING_OPTIONS = ("padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse")
@@ -120,7 +126,7 @@ def _random_like(kind: str, first: float, second: float) -> AtenFn:
     return run
 
 
-# -- matmul, linear, attention ------------------------------------------------------------------
+# -- matmul and linear -------------------------------------------------------------------------
 
 
 def _matmul(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
@@ -142,76 +148,6 @@ def _mma(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
     )
     dtype = dt.to_torch(out.dtype)
     return (torch.sum(a.to(dtype) * b.to(dtype), dim=reduced),)
-
-
-def _sdpfa_fwd(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    """(out, logsumexp [N, H, L] in Float, philox seed, philox offset).
-
-    Without dropout, torch's flash kernels compute out and logsumexp together where they apply
-    (the CPU kernel; on CUDA half and bfloat16). Otherwise the math: softmax(q kᵀ · scale) v in
-    Float, with a dropout mask drawn from fusecli's random stream at this expr's offset. The
-    philox outputs report that (seed, offset), or zeros without dropout.
-    """
-    query, key, value = args[:3]
-    options = sdpfa_options(expr, args)
-    dropout_p = float(options.get("dropout_p") or 0.0)
-    is_causal = bool(options.get("is_causal") or False)
-    scale = options.get("scale")
-    scale = float(scale) if scale is not None else 1.0 / math.sqrt(query.shape[-1])
-    device = query.device
-    seed, offset = (ctx.seed, ctx.random_offsets.get(expr.uid, 0)) if dropout_p else (0, 0)
-    if dropout_p == 0.0 and _flash_applies(query, key, value):
-        out, logsumexp = _flash(query, key, value, is_causal, scale)
-    else:
-        out, logsumexp = _attention_math(
-            query, key, value, dropout_p, is_causal, scale, seed, offset
-        )
-    philox_seed = torch.full((), seed, dtype=torch.int64, device=device)
-    philox_offset = torch.full((), offset, dtype=torch.int64, device=device)
-    return (out, logsumexp.float(), philox_seed, philox_offset)
-
-
-def _flash_applies(query: Tensor, key: Tensor, value: Tensor) -> bool:
-    """Whether torch's flash kernel takes these operands (one head size; on CUDA, half types
-    and head sizes that are multiples of 8 up to 256)."""
-    head_size = query.shape[-1]
-    if key.shape[-1] != head_size or value.shape[-1] != head_size:
-        return False
-    if query.device.type == "cpu":
-        return True
-    return query.dtype in (torch.float16, torch.bfloat16) and head_size % 8 == 0 and (
-        head_size <= 256
-    )
-
-
-def _flash(query, key, value, is_causal: bool, scale: float) -> tuple[Tensor, Tensor]:
-    if query.device.type == "cpu":
-        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            query, key, value, 0.0, is_causal, scale=scale
-        )
-    results = torch.ops.aten._scaled_dot_product_flash_attention(
-        query, key, value, 0.0, is_causal, False, scale=scale
-    )
-    return results[0], results[1]
-
-
-def _attention_math(
-    query, key, value, dropout_p: float, is_causal: bool, scale: float, seed: int, offset: int
-) -> tuple[Tensor, Tensor]:
-    scores = torch.matmul(query.float(), key.float().transpose(-2, -1)) * scale
-    if is_causal:
-        length, source_length = scores.shape[-2:]
-        keep = torch.ones(length, source_length, dtype=torch.bool, device=scores.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    logsumexp = torch.logsumexp(scores, dim=-1)
-    weights = torch.exp(scores - logsumexp.unsqueeze(-1))
-    if dropout_p:
-        draws = random_tensor(
-            "uniform", tuple(weights.shape), torch.float32, 0.0, 1.0, seed, offset, weights.device
-        )
-        weights = torch.where(draws >= dropout_p, weights / (1 - dropout_p), 0.0)
-    out = torch.matmul(weights, value.float()).to(query.dtype)
-    return out, logsumexp
 
 
 def _triu(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
@@ -241,6 +177,7 @@ OTHER_OPS: dict[OpType, AtenFn] = {
     OpType.gather: _gather,
     OpType.take_along_axis: _take_along_axis,
     OpType.scatter: _scatter,
+    OpType.index_put_accumulate: _index_put_accumulate,
     OpType.embedding_fwd: _embedding_fwd,
     OpType.full: _full,
     OpType.iota: _iota,
@@ -251,7 +188,6 @@ OTHER_OPS: dict[OpType, AtenFn] = {
     OpType.matmul: _matmul,
     OpType.linear: _linear,
     OpType.mma: _mma,
-    OpType.sdpfa_fwd: _sdpfa_fwd,
     OpType.triu: _triu,
     OpType.size: _size,
     OpType.shape: _shape,

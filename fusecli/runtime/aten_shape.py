@@ -2,7 +2,8 @@
 
 Wherever torch can, the result is a view of the operand (unsqueeze, expand, permute, slicing,
 reshape of a compatible layout): this executor is also the GPU fallback, and a view costs
-nothing. Fusion outputs are materialized at the end, so views never leak to the user.
+nothing. Fusion outputs are collected at the end (``runtime.outputs``): a view comes back
+only where nvFuser returns one.
 """
 
 from __future__ import annotations

@@ -2,17 +2,23 @@
 
 - Outputs come back in ``add_output`` order, except those with ``alias_input``: their value is
   copied into that input tensor in place, and they are hidden from the results.
-- Every returned tensor owns its memory: a value that shares memory with an input or with an
-  earlier output (a view, or an input returned as is) is copied.
-- Layout: dense, in logical order, or in the ``stride_order`` that ``add_output`` or a
-  ``stride_order`` expr gave; expanded broadcast dimensions stay stride 0, as nvFuser allocates
-  them.
+- Given the segmentation's ``OutputAllocations`` (``fusecli.segment.output_aliases``), each
+  output is the buffer nvFuser's runtime hands out: a fusion input added as an output is that
+  input; a tensor written into an input (``alias_input``) and also added as an output is that
+  input; a tensor the runtime evaluates (``Evaluate``) is a view of the tensor it aliases,
+  recomputed from it with ATen where an executor computed a copy; the same tensor added twice
+  is one tensor. Every other tensor owns its memory: a value that shares memory with an input
+  or with a tensor already handed out (a view an executor made) is copied.
+- Without allocations (an evaluation with no segmentation), every output owns its memory.
+- Layout of a buffer of its own: dense, in logical order, or in the ``stride_order`` that
+  ``add_output`` or a ``stride_order`` expr gave; expanded broadcast dimensions stay stride 0,
+  as nvFuser allocates them. A view keeps the layout it has.
 - Scalar outputs come back as 0-dim tensors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -20,44 +26,126 @@ import torch
 from fusecli.errors import InputError
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Fusion, FusionOutput, TensorView
+from fusecli.ir.ops_attention import layout_source
 from fusecli.ir.optype import OpType
+from fusecli.runtime.aten import AtenExecutor
 from fusecli.runtime.aten_elementwise import with_stride_order
 from fusecli.runtime.bind import Bindings
 from fusecli.runtime.context import ExecutionContext, value_of
+from fusecli.segment.output_aliases import Evaluated, OutputAllocations
 
 Tensor = torch.Tensor
+_ATEN = AtenExecutor()  # evaluates the meta ops of a view, as nvFuser's ExpressionEvaluator
 
 
 def collect_outputs(
-    fusion: Fusion, env: Mapping[int, object], bindings: Bindings, ctx: ExecutionContext
+    fusion: Fusion,
+    env: Mapping[int, object],
+    bindings: Bindings,
+    ctx: ExecutionContext,
+    allocations: OutputAllocations | None = None,
 ) -> list[Tensor]:
-    """The fusion's visible outputs, after writing aliased outputs into their inputs."""
+    """The fusion's visible outputs, after writing aliased outputs into their inputs;
+    ``allocations``: which buffer each tensor comes back in (None: its own, every one)."""
     input_tensors = [
         bindings.values[value.uid] for value in fusion.inputs if isinstance(value, TensorView)
     ]
-    owned = _Storages(input_tensors)
+    buffers = _Buffers(fusion, env, bindings, ctx, allocations)
     results: list[Tensor] = []
     for output in fusion.outputs:
         if output.alias_input is not None:
             continue
-        value = value_of(output.value, env)
         if isinstance(output.value, TensorView):
-            layout = output.stride_order or _stride_order_op(fusion, output.value)
-            tensor = materialize(value, output.value, layout, owned.shares(value))
+            results.append(buffers.output(output))
         else:
-            tensor = torch.full((), value, dtype=dt.to_torch(output.value.dtype), device=ctx.device)
-        owned.add(tensor)
-        results.append(tensor)
+            value = value_of(output.value, env)
+            dtype = dt.to_torch(output.value.dtype)
+            results.append(torch.full((), value, dtype=dtype, device=ctx.device))
     _write_aliases(fusion, env, bindings, input_tensors)
     return results
 
 
+class _Buffers:
+    """The tensors handed out so far: each output's, and each view's root's."""
+
+    def __init__(
+        self,
+        fusion: Fusion,
+        env: Mapping[int, object],
+        bindings: Bindings,
+        ctx: ExecutionContext,
+        allocations: OutputAllocations | None,
+    ) -> None:
+        self.fusion, self.env, self.ctx, self.allocations = fusion, env, ctx, allocations
+        self.inputs = {
+            value.uid: bindings.values[value.uid]
+            for value in fusion.inputs if isinstance(value, TensorView)
+        }
+        self.layouts: dict[int, tuple[int, ...]] = {}
+        for output in reversed(fusion.outputs):  # the first layout given wins
+            if not isinstance(output.value, TensorView):
+                continue
+            layout = output.stride_order or _stride_order_op(fusion, output.value)
+            if layout or output.value.uid not in self.layouts:
+                self.layouts[output.value.uid] = tuple(layout)
+        self.owned = _Storages(self.inputs.values())
+        self.handed: dict[int, Tensor] = {}
+
+    def output(self, output: FusionOutput) -> Tensor:
+        tensor = output.value
+        if self.allocations is not None:
+            return self.buffer(tensor)
+        value = value_of(tensor, self.env)
+        layout = output.stride_order or _stride_order_op(self.fusion, tensor)
+        result = materialize(value, tensor, layout, self.owned.shares(value))
+        self.owned.add(result)
+        return result
+
+    def buffer(self, tensor: TensorView) -> Tensor:
+        """The one tensor nvFuser's runtime holds for ``tensor``."""
+        uid, allocations = tensor.uid, self.allocations
+        found = self.handed.get(uid)
+        if found is not None:
+            return found
+        if uid in self.inputs:
+            result = self.inputs[uid]
+        elif uid in allocations.reused:
+            result = self.inputs[allocations.reused[uid].uid]
+        elif uid in allocations.evaluated:
+            result = self._evaluated(tensor, allocations.evaluated[uid])
+        else:
+            value = value_of(tensor, self.env)
+            layout = self.layouts.get(uid, ())
+            result = materialize(value, tensor, layout, self.owned.shares(value))
+        self.owned.add(result)
+        self.handed[uid] = result
+        return result
+
+    def _evaluated(self, tensor: TensorView, how: Evaluated) -> Tensor:
+        """The view of ``how.root``'s buffer: the executor's value where it is one, else the
+        meta ops run again on that buffer (a kernel wrote a copy, the reference computed it,
+        or the root was copied). Under fault injection the executor's value stands: running
+        the ops again would inject the fault into values no executor under test computed."""
+        root = self.buffer(how.root)
+        value = self.env.get(tensor.uid)
+        if self.ctx.faults and isinstance(value, Tensor):
+            return value
+        if self.env.get(how.root.uid) is root and _same_storage(value, root):
+            return value
+        scratch = dict(self.env)
+        scratch[how.root.uid] = root
+        _ATEN.run_exprs(how.chain, scratch, self.ctx)
+        return scratch[tensor.uid]
+
+
 def _stride_order_op(fusion: Fusion, tensor: TensorView) -> tuple[int, ...]:
-    """The layout a ``stride_order`` expr gave ``tensor``, if one defined it."""
+    """The layout a ``stride_order`` expr gave ``tensor``, if one defined it; an attention
+    output's, that of the input it takes its layout from (``ops_attention.layout_source``)."""
     definition = fusion.definition(tensor)
     if definition is not None and definition.op is OpType.stride_order:
         return tuple(definition.attr("stride_order"))
-    return ()
+    source = layout_source(definition, tensor) if definition is not None else None
+    return source.stride_order if source is not None else ()
 
 
 def materialize(
@@ -113,7 +201,7 @@ def _check_alias(
 class _Storages:
     """The memory blocks already handed out, to tell whether a value would share one."""
 
-    def __init__(self, tensors: Sequence[Tensor]) -> None:
+    def __init__(self, tensors: Iterable[Tensor]) -> None:
         self._pointers: set[tuple[str, int]] = set()
         for tensor in tensors:
             self.add(tensor)
@@ -130,3 +218,11 @@ class _Storages:
 
     def shares(self, tensor: Any) -> bool:
         return isinstance(tensor, Tensor) and self._key(tensor) in self._pointers
+
+
+def _same_storage(value: Any, tensor: Tensor) -> bool:
+    """Whether ``value`` is a tensor in ``tensor``'s memory block (a view of it, or it)."""
+    return (
+        isinstance(value, Tensor) and value.device == tensor.device
+        and value.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
+    )

@@ -26,6 +26,7 @@ from fusecli.runtime.outputs import collect_outputs
 from fusecli.runtime.registry import executor_named, fallback_executor
 from fusecli.runtime.warm import CAPACITY as WARM_CAPACITY
 from fusecli.runtime.warm import Trace, compile_run, warm_key
+from fusecli.segment.output_aliases import output_allocations
 from fusecli.segment.result import Segment, SegmentedFusion
 
 
@@ -70,6 +71,7 @@ class SegmentRunner:
                 + "; ".join(f"{v.scheduler}: {v.reason}" for v in failure.verdicts)
             )
         self.fusion = segmented.fusion
+        self.allocations = output_allocations(segmented)  # which outputs are views, of what
         self.executor = executor_named(executor)
         self.aten = fallback_executor()
         self.strict = strict
@@ -109,7 +111,7 @@ class SegmentRunner:
 
     def outputs(self) -> list[Any]:
         self.scalars.run_ready()
-        return collect_outputs(self.fusion, self.env, self.bindings, self.ctx)
+        return collect_outputs(self.fusion, self.env, self.bindings, self.ctx, self.allocations)
 
 
 def execute_segmented(
@@ -244,7 +246,8 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
         runner.run(segment)
     outputs = runner.outputs()
     if trace is not None:  # a signature whose run cannot be replayed is remembered as None
-        runs[key] = compile_run(fusion, trace, runner.env, runner.bindings, runner.ctx, outputs)
+        runs[key] = compile_run(fusion, trace, runner.env, runner.bindings, runner.ctx, outputs,
+                                runner.allocations)
         while len(runs) > WARM_CAPACITY:
             runs.popitem(last=False)
     return outputs

@@ -13,8 +13,8 @@ every later call of the signature:
 - scalar exprs the signature decides (sizes, arithmetic on scalar inputs and constants) are not
   steps: their values are the first call's;
 - the outputs are the environment's values, where the first call returned them as they were
-  (no alias written, no layout changed, nothing shared with an input or another output); any
-  other fusion collects its outputs as the first call did.
+  (no alias written, no layout changed, none copied); any other fusion collects its outputs
+  as the first call did, in the same buffers (``runtime.outputs``).
 
 The key (``warm_key``) is exact for what the replay assumes: the rule profile, the executor,
 the device asked for, ``FUSECLI_INJECT_FAULT`` as it reads now, and per input its dtype, shape,
@@ -136,9 +136,10 @@ class _Program:
 
 
 def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any,
-                results: list[Any]) -> WarmRun | None:
+                results: list[Any], allocations: Any = None) -> WarmRun | None:
     """The replay of the full run that ``trace`` recorded (``env``: its environment at the
-    end, ``results``: what it returned), or None where it cannot be replayed."""
+    end, ``results``: what it returned, ``allocations``: the buffers it returned them in), or
+    None where it cannot be replayed."""
     if trace.refusal is not None or ctx.faults:
         return None
     fixed = _signature_scalars(fusion)
@@ -161,7 +162,7 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
             _kernel_step(program, *step[1:])
         else:
             _aten_step(program, step[1], step[2], env)
-    _collect(program, fusion, env, bindings, ctx, results)
+    _collect(program, fusion, env, bindings, ctx, results, allocations)
     body = "\n    ".join(line for line in program.lines if line)
     return WarmRun(f"def run(flat):\n    {body}\n", program.names)
 
@@ -265,9 +266,10 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
 
 
 def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: Any,
-             results: list[Any]) -> None:
+             results: list[Any], allocations: Any) -> None:
     """Return the outputs' locals where the full run returned its values as they were (no
-    alias written, no layout changed, none copied); else collect as the full run does."""
+    alias written, no layout changed, none copied); else collect as the full run does, in
+    the same buffers (views of the same tensors)."""
     visible = [o for o in fusion.outputs if o.alias_input is None]
     plain = len(visible) == len(fusion.outputs) and len(results) == len(visible) and all(
         isinstance(o.value, TensorView) and o.value.uid in env and env[o.value.uid] is result
@@ -282,9 +284,10 @@ def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: A
     if not program.with_env:
         held = {v.uid for v in fusion.inputs if isinstance(v, TensorView)}
         held |= {o.value.uid for o in fusion.outputs if isinstance(o.value, TensorView)}
+        held |= allocations.roots() if allocations is not None else frozenset()
         program.lines.append(f"env = {{**BASE, {', '.join(f'{u}: v{u}' for u in held)}}}")
     extents, device = bindings.extents, bindings.device  # not the first call's tensors
     bound = program.name("B", lambda env: Bindings(env, extents, device))
     program.lines.append(
         f"return {program.name('O', collect_outputs)}({program.name('U', fusion)}, env, "
-        f"{bound}(env), ctx)")
+        f"{bound}(env), ctx, {program.name('M', allocations)})")

@@ -44,6 +44,37 @@ OUT_OF_SCOPE = (
     ("CUDA streams and graphs", re.compile(r"torch\.cuda\.Stream|CUDAGraph|cuda\.graph")),
 )
 
+
+
+def _torch_instance_norm_backward_is_wrong() -> bool:
+    """torch 2.13's CPU kernel: InstanceNorm3d's input gradient for a channels_last_3d batch
+    of one is off by ~13 against the float64 formula (a batch of two, or contiguous, is right).
+    nvFuser's test_instance_norm takes it as its reference; asked, not assumed, so a torch
+    that fixes it runs the tests again."""
+    torch.manual_seed(0)
+    x = torch.rand((1, 3, 2, 2, 2), dtype=torch.float64).to(memory_format=torch.channels_last_3d)
+    x.requires_grad = True
+    g = torch.randn_like(x)
+    torch.nn.InstanceNorm3d(3, dtype=torch.float64)(x).backward(g)
+    xd = x.detach()
+    mean = xd.mean(dim=(2, 3, 4), keepdim=True)
+    invstd = (xd.var(dim=(2, 3, 4), unbiased=False, keepdim=True) + 1e-5).rsqrt()
+    x_hat = (xd - mean) * invstd
+    formula = invstd * (g - g.mean(dim=(2, 3, 4), keepdim=True)
+                        - x_hat * (g * x_hat).mean(dim=(2, 3, 4), keepdim=True))
+    return not torch.allclose(x.grad, formula, atol=1e-9)
+
+
+# (reason, pattern on the node id, probe): the test's own reference is wrong on this host's
+# torch (the probe shows it, each session), so its verdict says nothing of fusecli: skipped.
+WRONG_REFERENCE = (
+    ("the test's reference is wrong on torch's CPU kernel (InstanceNorm3d backward, "
+     "channels_last_3d, batch 1, several channels)",
+     re.compile(r"test_instance_norm\[.*training=True.*memory_format=channels_last-"
+                r"batch_size=1-channel_size=(?!1-)\d+"),
+     _torch_instance_norm_backward_is_wrong),
+)
+
 _stack = contextlib.ExitStack()
 
 
@@ -78,6 +109,10 @@ def _install() -> None:
         original = getattr(torch.cuda, name, None)
         setattr(torch.cuda, name, stand_in)
         _stack.callback(setattr, torch.cuda, name, original)
+    # torch's jit_utils asks the CUDA build's version at import once is_available() says yes
+    if not hasattr(torch._C, "_cuda_getCompiledVersion"):
+        torch._C._cuda_getCompiledVersion = lambda: 13000
+        _stack.callback(delattr, torch._C, "_cuda_getCompiledVersion")
 
 
 def _limit_memory() -> None:
@@ -114,11 +149,26 @@ def out_of_scope(item) -> str | None:
     return None
 
 
+def wrong_reference(item, answers: dict) -> str | None:
+    for reason, pattern, probe in WRONG_REFERENCE:
+        if pattern.search(item.nodeid):
+            if reason not in answers:
+                answers[reason] = probe()
+            if answers[reason]:
+                return reason
+    return None
+
+
 def pytest_collection_modifyitems(config, items) -> None:
+    answers: dict[str, bool] = {}
     for item in items:
         reason = out_of_scope(item)
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=f"out of scope: {reason}"))
+            continue
+        reason = wrong_reference(item, answers)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 # Ops no kernel scheduler takes: nvFuser runs them through ATen (expr_eval).
 ATEN_ONLY_OPS = frozenset(
     {OpType.scatter, OpType.sdpfa_fwd, OpType.embedding_fwd, OpType.argsort, OpType.topk,
-     OpType.cumsum, OpType.cumprod, OpType.cummin, OpType.cummax}
+     OpType.sdpfa_bwd, OpType.grouped_mm,
+     OpType.cumsum, OpType.cumprod, OpType.cummin, OpType.cummax, OpType.index_put_accumulate}
 )
 MATMUL_OPS = frozenset({OpType.matmul, OpType.linear, OpType.mma})
 RESIZE_OPS = frozenset({OpType.slice, OpType.pad, OpType.cat})

@@ -7,8 +7,8 @@ Rules, in nvFuser's order (common checks do not apply):
    so ATen can return a view.
 2. Otherwise the segment must be a single expression: "Fusion must contain only a single
    expression."
-3. Accept a single op nvFuser evaluates with ATen: gather, scatter, sdpfa_fwd, embedding_fwd,
-   argsort, topk, cumsum.
+3. Accept a single op nvFuser evaluates with ATen: gather, scatter, sdpfa_fwd, sdpfa_bwd,
+   grouped_mm, embedding_fwd, argsort, topk, cumsum.
 4. Accept a single matmul or linear unless NVFUSER_DISABLE=matmul_expr_eval.
 5. Otherwise "Fusion must contain only a single expression of type
    MatmulOp/LinearOp/SdpaFwdOp/SdpaBwdOp".
