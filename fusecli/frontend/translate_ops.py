@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from fusecli.ir import attrs
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, TensorView
-from fusecli.ir.optype import OpKind, OpType
+from fusecli.ir.optype import OpKind, OpType, by_kind
 
 if TYPE_CHECKING:
     from fusecli.frontend.translate import Translator
@@ -261,16 +261,12 @@ def unused_results(expr: Expr) -> int:
     return 0
 
 
-def _by_kind(kind: OpKind, printer: DirectPrinter) -> dict[OpType, DirectPrinter]:
-    return {op: printer for op in OpType if op.kind is kind}
-
-
 DIRECT_PRINTERS: dict[OpType, DirectPrinter] = {
-    **_by_kind(OpKind.UNARY, _positional),
-    **_by_kind(OpKind.BINARY, _positional),
-    **_by_kind(OpKind.TERNARY, _positional),
-    **_by_kind(OpKind.REDUCTION, _reduction),
-    **_by_kind(OpKind.SCAN, _dim_only),
+    **by_kind(OpKind.UNARY, _positional),
+    **by_kind(OpKind.BINARY, _positional),
+    **by_kind(OpKind.TERNARY, _positional),
+    **by_kind(OpKind.REDUCTION, _reduction),
+    **by_kind(OpKind.SCAN, _dim_only),
     OpType.cast: _cast,
     OpType.set: _set,
     OpType.segment_set: _segment_set,

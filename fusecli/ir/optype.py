@@ -9,6 +9,7 @@ whole record.
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 
 from fusecli.ir.opdefs import DEFS, ELEMENTWISE_KINDS, OPS, OpDef, OpKind
 
@@ -28,4 +29,12 @@ class _OpTypeBase(enum.Enum):
 OpType = _OpTypeBase("OpType", [(d.name, d.name) for d in OPS], module=__name__,
                      qualname="OpType")
 
-__all__ = ["ELEMENTWISE_KINDS", "OpKind", "OpType"]
+_T = TypeVar("_T")
+
+
+def by_kind(kind: OpKind, value: _T) -> dict[OpType, _T]:
+    """``value`` for every op of ``kind``: a dispatch table's entries for a whole kind."""
+    return {op: value for op in OpType if op.kind is kind}
+
+
+__all__ = ["ELEMENTWISE_KINDS", "OpKind", "OpType", "by_kind"]

@@ -20,7 +20,7 @@ from fusecli.ir import dtype as dt
 from fusecli.ir import printer_attention
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr
-from fusecli.ir.optype import OpKind, OpType
+from fusecli.ir.optype import OpKind, OpType, by_kind
 from fusecli.ir.printer_casts import cast_function
 from fusecli.ir.printer_layout import (
     ExprPrinter,
@@ -277,15 +277,11 @@ def _linear(expr: Expr, values: ValuePrinter) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _by_kind(kind: OpKind, printer: ExprPrinter) -> dict[OpType, ExprPrinter]:
-    return {op: printer for op in OpType if op.kind is kind}
-
-
 EXPR_PRINTERS: dict[OpType, ExprPrinter] = {
-    **_by_kind(OpKind.UNARY, _unary),
-    **_by_kind(OpKind.BINARY, _binary),
-    **_by_kind(OpKind.TERNARY, _function),
-    **_by_kind(OpKind.REDUCTION, _reduction),
+    **by_kind(OpKind.UNARY, _unary),
+    **by_kind(OpKind.BINARY, _binary),
+    **by_kind(OpKind.TERNARY, _function),
+    **by_kind(OpKind.REDUCTION, _reduction),
     OpType.cast: _cast,
     OpType.set: _set,
     OpType.stride_order: _set,
@@ -324,7 +320,7 @@ EXPR_PRINTERS: dict[OpType, ExprPrinter] = {
     OpType.sdpfa_fwd: printer_attention.sdpa,
     OpType.sdpfa_bwd: printer_attention.sdpa_bwd,
     OpType.triu: _generic,
-    **_by_kind(OpKind.SCALAR, _generic),
+    **by_kind(OpKind.SCALAR, _generic),
 }
 
 _missing = set(OpType) - set(EXPR_PRINTERS)
