@@ -18,7 +18,9 @@ class FusecliError(RuntimeError):
         self.where = where
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.message}" if self.where else self.message
+        if not self.where or self.message.startswith(f"{self.where}:"):
+            return self.message  # a message that names its place already: named once
+        return f"{self.where}: {self.message}"
 
 
 class InputError(FusecliError):

@@ -47,6 +47,21 @@ def one_line(text: object, limit: int | None = None) -> str:
     return "".join(_escape(char) for char in text).replace("*/", "*\\x2f")
 
 
+# What XML 1.0 cannot hold at all (C0 controls but tab, LF and CR; surrogates; U+FFFE, U+FFFF),
+# and the C1 controls and DEL it holds but a terminal showing a CI report would obey.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: object) -> str:
+    """``text`` with every character XML 1.0 does not allow (and DEL and the C1 controls)
+    written as a backslash escape (``\\x1b``, ``\\x00``, ``\\udcff``): what ElementTree
+    then writes always parses. Tab, LF and CR stay; bytes (a file name) are decoded as the file
+    system does."""
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    return _NOT_XML.sub(lambda match: _escape(match.group()), str(text))
+
+
 def md_code(text: object) -> str:
     """``text`` as a Markdown inline code span on one line: the backtick run around it is
     longer than any inside it, so it cannot close early."""

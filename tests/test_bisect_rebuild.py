@@ -102,6 +102,28 @@ def test_shrinking_substitutes_sizes_in_inputs_and_shape_arguments():
     assert [tuple(o.shape) for o in outputs] == [(2, 4, 8), (2, 4, 1)]
 
 
+def test_a_slice_to_the_whole_extent_follows_a_shrunk_size():
+    """RoPE's slices end at the head dimension's size or at the sequence's: when the sequence
+    shrinks, the end that was the whole sequence shrinks with it; the cut at 64 stays."""
+    slicer = _slicer(Path(__file__).resolve().parent / "nvfuser_corpus"
+                     / "llama_rope_cos_sin_2d.py")
+    small = slicer.build(Selection(slicer.everything().exprs, extents=((2048, 4),)))
+    slices = [e for e in small.loaded.fusion.exprs if e.op is OpType.slice]
+    assert slices
+    for expr in slices:
+        source, result = expr.inputs[0], expr.outputs[0]
+        assert result.logical[2].logical_extent == 4  # the sequence, sliced whole
+        assert result.logical[3].logical_extent == 64  # the head dimension's half
+        assert source.logical[3].logical_extent == 128
+    outputs = run_reference(small.loaded.fusion, small.loaded.inputs).outputs
+    assert all(o.shape[2] == 4 for o in outputs)
+    # and the repro says so (an end of 2048 on a dimension of 4 would be clamped, and misread)
+    from fusecli.load.convert import to_direct
+
+    lines = [line for line in to_direct(small.loaded).splitlines() if "fd.ops.slice" in line]
+    assert lines and all("2048" not in line for line in lines), lines
+
+
 def test_shrink_tries_one_then_halves_while_the_failure_persists():
     asked = []
 
@@ -185,3 +207,74 @@ def test_split_and_probes():
     assert probes(0, 9, 1) == [4]
     assert probes(0, 9, 3) == [2, 4, 6]
     assert probes(3, 5, 4) == [4]
+
+
+# -- bypasses: a chain keeps its ends while its links go --------------------------------------
+
+
+class _PathOracle:
+    """Fails a fusion where a ``first`` op's result reaches a ``last`` op, through any chain:
+    the shape of nvFuser's scheduler asserts that need a reshape and a cat connected."""
+
+    isolate, jobs = True, 4
+
+    def __init__(self, first: str, last: str) -> None:
+        self.first, self.last, self.queries = first, last, 0
+
+    def _fails(self, loaded) -> bool:
+        reached: set[int] = set()
+        for expr in loaded.fusion.exprs:
+            reads = {v.uid for v in expr.inputs}
+            if expr.op.value == self.first or reads & reached:
+                if expr.op.value == self.last and reads & reached:
+                    return True
+                reached.update(o.uid for o in expr.outputs)
+        return False
+
+    def ask(self, question):
+        from fusecli.bisect.check import Verdict
+        from fusecli.bisect.oracle import Answer
+
+        self.queries += 1
+        failing = self._fails(question.loaded)
+        verdict = Verdict("error", "RuntimeError", "assert") if failing else Verdict("pass")
+        return Answer(failing, [verdict])
+
+    def ask_many(self, questions):
+        return [self.ask(q) for q in questions]
+
+
+def test_bypasses_remove_the_links_of_a_chain_whose_ends_the_failure_needs():
+    from fusecli.bisect.minimize import minimize
+    from fusecli.bisect.results import Tracker
+
+    slicer = _slicer(Path(__file__).resolve().parent / "nvfuser_corpus"
+                     / "llama_rope_cos_sin_2d.py")
+    oracle = _PathOracle("reshape", "cat")
+    assert oracle._fails(slicer.loaded)
+    result = minimize(slicer, slicer.everything(), oracle, Tracker(), shrink_sizes=False)
+    # the reshape, and the cat it reaches; casts, negations and arithmetic between them are
+    # bypassed, slices and permutes that change shape stay
+    assert result.piece.ops[0] == "reshape" and result.piece.ops[-1] == "cat"
+    assert len(result.piece.ops) <= 6, result.piece.ops
+    assert oracle._fails(result.piece.loaded)
+
+
+def test_a_bypassed_chain_rebuilds_with_the_operands_dtype():
+    slicer = _slicer(Path(__file__).resolve().parent / "nvfuser_corpus"
+                     / "llama_rope_cos_sin_2d.py")
+    selection = slicer.everything()
+    ops = {e.uid: e.op.value for e in slicer.units}
+    casts = [p for p in slicer.bypasses(selection) if ops[p[0]] == "cast"]
+    before = slicer.build(selection).ops.count("cast")
+    built = 0
+    for pair in casts:
+        try:
+            piece = slicer.build(slicer.bypass(selection, [pair]))
+        except BuildError as error:  # a cat of bfloat16 and float: not a fusion, never asked
+            assert "different data types" in str(error)
+            continue
+        built += 1
+        assert piece.ops.count("cast") == before - 1
+        run_reference(piece.loaded.fusion, piece.loaded.inputs)  # and it runs
+    assert built >= len(casts) - 2

@@ -220,6 +220,7 @@ def test_explain_reports_a_segmenter_crash_as_that_fusions_record(tmp_path, monk
         return real(fusion, *args, **kwargs)
 
     monkeypatch.setattr(explain, "segment_fusion", crash_on_neg)
+    monkeypatch.setenv("FUSECLI_IN_PROCESS", "1")  # the patch is in this process
     result = invoke("explain-segmentation", str(path), "--json")
     assert result.exit_code == 3
     first, second = json.loads(result.stdout)["fusions"]

@@ -169,6 +169,24 @@ def test_a_corpus_under_the_engine_clusters_and_attributes_failures_in_one_docum
     assert cluster["attribution"] == "nvfuser", cluster
 
 
+def test_a_crash_repro_draws_large_inputs_instead_of_listing_their_values(tmp_path):
+    """A bug report's repro must stay readable: inputs above 4096 elements are drawn from a
+    seed when the crash does not need their values (it is checked by running it)."""
+    repro = tmp_path / "big.py"
+    repro.write_text(REPRO.replace("torch.randn(16, 8,", "torch.randn(128, 64,"), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
+         str(tmp_path / "out"), "-j", "2", "--json", "--no-shrink"],
+        capture_output=True, text=True, env=_env("assert:tanh+sum"), timeout=600,
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    minimized = report["minimized"]
+    assert minimized["verified"]
+    text = Path(minimized["repro_py"]).read_text(encoding="utf-8")
+    assert "values not stored" in text and len(text.splitlines()) < 80, len(text.splitlines())
+
+
 PAD_REPRO = """\
 import torch
 from nvfuser import FusionDefinition, DataType

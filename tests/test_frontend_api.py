@@ -224,3 +224,121 @@ def test_bool_contiguity_follows_the_stride_order():
     assert "contiguity=[True, None]" in repr(fd)  # allocation order: the size-2 dim first
     x = torch.randn(1, 2)
     assert torch.equal(fd.execute([x])[0], x * 2)
+
+
+# -- nvFuser's scheduling enums and what fusecli leaves out of scope ----------------------------
+
+
+def test_both_frontends_export_nvfusers_scheduling_enums_with_its_names_and_values():
+    # python/python_direct/enum.cpp and, for the legacy module, python_frontend/
+    # python_bindings.cpp; int() is the C++ enum's value (csrc/type.h)
+    with nvfuser_modules(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import nvfuser
+        import nvfuser_direct
+        from nvfuser_direct import IdMappingMode, ParallelType, SchedulerType
+
+        assert [m.name for m in ParallelType] == [
+            "mesh_x", "mesh_y", "mesh_z", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
+            "block_z", "mma", "serial", "tma", "unroll", "unswitch", "vectorize", "stream"]
+        assert (int(ParallelType.mesh_x), int(ParallelType.grid_x), int(ParallelType.block_x),
+                int(ParallelType.stream), int(ParallelType.serial)) == (0, 5, 8, 9, 16)
+        assert str(ParallelType.grid_x) == "ParallelType.grid_x"
+        assert ParallelType.grid_x != 5 and ParallelType.grid_x == ParallelType(5)
+        assert [m.name for m in IdMappingMode] == [
+            "exact", "almost_exact", "broadcast", "permissive", "loop"]
+        # pybind11's __entries, which nvFuser's tests read to list the schedulers
+        entries = SchedulerType.__entries
+        assert list(entries)[:3] == ["none", "no_op", "pointwise"]
+        assert entries["inner_persistent"] == (SchedulerType.inner_persistent, None)
+        assert [m.name for m in nvfuser_direct.MemoryType] == [
+            "tensor", "local", "shared", "global", "symmetric"]
+        assert [m.name for m in nvfuser.MemoryType] == ["local", "shared", "global"]
+        assert "mesh_y" not in nvfuser.ParallelType.__members__
+        assert not hasattr(nvfuser, "IdMappingMode")
+        assert [m.name for m in nvfuser.LoadStoreOpType] == [
+            "set", "load_matrix", "cp_async", "tma"]
+        assert [m.name for m in nvfuser.CacheOp] == [
+            "unspecified", "all_levels", "streaming", "global"]
+
+
+def test_direct_scheduling_classes_and_modules_import_and_say_they_are_out_of_scope():
+    with nvfuser_modules():
+        from nvfuser_direct import (
+            BroadcastOp,
+            CompileParams,
+            KernelExecutor,
+            Merge,
+            ReshapeOp,
+            Split,
+            SqueezeOp,
+            idm,
+            nvf_cutlass,
+            schedule,
+        )
+
+        for cls in (BroadcastOp, CompileParams, KernelExecutor, Merge, ReshapeOp, Split,
+                    SqueezeOp):
+            with pytest.raises(NotImplementedError, match="outside fusecli's scope"):
+                cls()
+        with pytest.raises(AttributeError, match="schedule.find_compatible_schedulers: user "):
+            schedule.find_compatible_schedulers  # noqa: B018
+        with pytest.raises(AttributeError, match="outside fusecli's scope"):
+            idm.IdModel  # noqa: B018
+        with pytest.raises(AttributeError, match="CUTLASS"):
+            nvf_cutlass.nvfp4_scaled_mm  # noqa: B018
+        import nvfuser_direct.schedule as module
+
+        assert module is schedule
+
+
+def test_lowered_kernel_and_scheduled_ir_text_say_they_are_out_of_scope():
+    with DirectFusionDefinition() as fd:
+        _add(fd)
+    x, y = torch.randn(2, 4, 8), torch.randn(2, 4, 8)
+    fd.execute([x, y])
+    assert fd.fec.is_compiled([x, y])
+    with pytest.raises(NotImplementedError, match="print_kernel: nvFuser's scheduled IR"):
+        fd.fusion.print_kernel()
+    for name in ("get_scheduled_ir", "get_cuda_kernel"):
+        with pytest.raises(NotImplementedError, match=f"{name}: .*outside fusecli's scope"):
+            getattr(fd.fec, name)([x, y])
+    with pytest.raises(NotImplementedError, match="outside fusecli's scope"):
+        fd.fec.get_most_recent_scheduled_ir()
+
+
+# -- scalar names: nvFuser's one counter, constants and the fusion's zero included ------------
+
+
+@pytest.mark.parametrize("definition", [FusionDefinition, DirectFusionDefinition])
+def test_a_scalar_defined_after_a_symbolic_tensor_is_named_after_the_fusions_zero(definition):
+    # nvFuser's test_mismatched_input_types: define_tensor([-1]) makes the extent i0, then its
+    # IterDomain's start, the fusion's zeroVal (number 1): the scalar is d2
+    with definition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float,
+                              is_cpu=False, stride_order=[0])
+        fd.add_output(fd.ops.mul(t0, fd.define_scalar()))
+    tensor = torch.rand(15)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Expected input 1, d2, to be a scalar but got float tensor of rank 1")):
+        fd.execute([tensor, tensor])
+
+
+def test_constant_sizes_take_numbers_twice_as_nvfusers_tensor_view_builder_makes_them():
+    # As nvFuser 0.2.36 printed these inputs (tests/golden/nvfuser/*.log): shape() makes each
+    # constant size (1 is the fusion's oneVal), build() casts each to a new constant and makes
+    # zeroVal once
+    cases = [
+        ([[2, 32000]], "d5"),  # softmax_temperature_scalar_small: 0 1 | 2 zero=3 4
+        ([[-1, -1, -1]], "i4"),  # vector_input_2023: i0 i1 i2 | zero=3
+        ([[1, 2048, 4096], [1, 2048, 4096]], "i12"),  # llama_dropout_residual
+        ([[2, 64, 512], [2, 64, 512]], "i13"),  # dropout_residual
+    ]
+    for shapes, name in cases:
+        with FusionDefinition() as fd:
+            tensors = [fd.define_tensor(shape=s, contiguity=[None if n == 1 else True for n in s],
+                                        dtype=DataType.Float) for s in shapes]
+            scalar = fd.define_scalar(dtype=DataType.Int if name[0] == "i" else DataType.Double)
+            fd.add_output(fd.ops.mul(tensors[0], scalar))
+        inputs = fd.fusion.print_math().split("Outputs:")[0].split()
+        assert inputs[-1] == name, (shapes, inputs)

@@ -98,6 +98,8 @@ T3_g_float[iS6{i0}, bS7{1}]
 
 
 def test_scalar_inputs_and_scalar_exprs_take_the_scalar_counter() -> None:
+    # define_tensor's IterDomains start at the fusion's zeroVal, made (and numbered: 1) after
+    # the tensor's extent i0, so the scalar defined next is i2
     def body(fd: FusionDefinition) -> None:
         t0 = tensor(fd, [-1])
         s0 = fd.define_scalar(dtype=DataType.Int)
@@ -106,13 +108,13 @@ def test_scalar_inputs_and_scalar_exprs_take_the_scalar_counter() -> None:
     assert print_fusion(define(body)) == """\
 Inputs:
   T0_g_float[iS0{i0}]
-  i1
+  i2
 Outputs:
-  i3
+  i4
 
 %kernel {
-i2 = size( T0_g_float[iS0{i0}], dim = 0 )
-i3 = i2 * i1;
+i3 = size( T0_g_float[iS0{i0}], dim = 0 )
+i4 = i3 * i2;
 } // %kernel
 """
 
@@ -153,20 +155,20 @@ SEED_MATH = (
     """\
 Inputs:
   T0_g___bfloat[iS0{i0}, iS1{i1}, iS2{i2}]
-  T1_g___bfloat[iS3{i3}, iS4{i4}]
+  T1_g___bfloat[iS3{i4}, iS4{i5}]
 Outputs:
   T7_g___bfloat[iS18{2}, iS19{16}, iS20{16}]
 
 %kernel_math {
-T2_l___bfloat[iS5{i4}, iS6{i3}]
-   = Set.Permute( T1_g___bfloat[iS3{i3}, iS4{i4}], cache_op=Streaming )
+T2_l___bfloat[iS5{i5}, iS6{i4}]
+   = Set.Permute( T1_g___bfloat[iS3{i4}, iS4{i5}], cache_op=Streaming )
 T3_l___bfloat[iS7{i2}, iS8{i1}, iS9{i0}]
    = Set.Permute( T0_g___bfloat[iS0{i0}, iS1{i1}, iS2{i2}], cache_op=Streaming )
 T4_l___bfloat[iS10{16}rf, iS11{32}rf] = reshape( T3_l___bfloat[iS7{i2}, iS8{i1}, iS9{i0}] )
-T5_l___bfloat[iS12{i4}, iS13{32}, rS14{i3}]
-   = matmul(T2_l___bfloat[iS5{i4}, iS6{i3}],
+T5_l___bfloat[iS12{i5}, iS13{32}, rS14{i4}]
+   = matmul(T2_l___bfloat[iS5{i5}, iS6{i4}],
             T4_l___bfloat[iS10{16}rf, iS11{32}rf])
-T6_l___bfloat[iS15{16}rf, iS16{16}rf, iS17{2}rf] = reshape( T5_l___bfloat[iS12{i4}, iS13{32}, rS14{i3}] )
+T6_l___bfloat[iS15{16}rf, iS16{16}rf, iS17{2}rf] = reshape( T5_l___bfloat[iS12{i5}, iS13{32}, rS14{i4}] )
 T7_g___bfloat[iS18{2}, iS19{16}, iS20{16}]
    = Set.Permute( T6_l___bfloat[iS15{16}rf, iS16{16}rf, iS17{2}rf], cache_op=Streaming )
 """  # noqa: E501
@@ -249,9 +251,9 @@ def test_sub_fusion_printed_with_the_complete_fusions_namer() -> None:
     segment = Fusion(inputs=matmul.inputs, outputs=(), exprs=(matmul,))
     text = print_fusion(segment, namer=Namer(fusion))
     assert text.startswith(
-        "Inputs:\n  T2_g___bfloat[iS5{i4}, iS6{i3}]\n  T4_g___bfloat[iS10{16}rf, iS11{32}rf]\n"
+        "Inputs:\n  T2_g___bfloat[iS5{i5}, iS6{i4}]\n  T4_g___bfloat[iS10{16}rf, iS11{32}rf]\n"
     )
-    assert "T5_l___bfloat[iS12{i4}, iS13{32}, rS14{i3}]\n   = matmul(T2_g___bfloat" in text
+    assert "T5_l___bfloat[iS12{i5}, iS13{32}, rS14{i4}]\n   = matmul(T2_g___bfloat" in text
 
 
 def test_default_memory_of_print_exprs_is_the_fusions_inputs_and_outputs() -> None:

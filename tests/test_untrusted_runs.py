@@ -303,3 +303,40 @@ def test_a_file_that_does_not_load_still_gives_one_json_document(tmp_path, comma
     assert document["ok"] is False
     errors = [document.get("error")] + [f["error"] for f in document["fusions"]]
     assert any(e and "the script raised ValueError: boom" in e for e in errors), document
+
+
+# -- 5. reports that must stay well-formed whatever the names hold -------------------------------
+
+XML_HOSTILE = "y\x1b[31m\x00\x01\x0b\x7f\x9b\ufffe\ud800z"
+
+
+def test_junit_stays_valid_xml_with_control_characters_and_non_utf8_file_names(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    folder = tmp_path / "corpus"
+    yaml = SOFTMAX.read_text().replace("name: softmax", f"name: {json.dumps(XML_HOSTILE)}")
+    write(folder / "a.yaml", yaml)
+    shutil.copy(RMS_NORM, os.fsdecode(os.fsencode(folder) + b"/b\xff\x1b\x01name.py"))
+    write(folder / "c\x02bad.py", HEADER + "raise ValueError('bo\\x00om\\x1b\\udcff')\n")
+    junit = tmp_path / "results.xml"
+    result = invoke("run", str(folder), "--junit", str(junit), FUSECLI_IN_PROCESS="1")
+    assert result.exit_code == 2, result.output  # the file that does not load; not a crash
+    cases = list(ET.parse(junit).iter("testcase"))  # parses: nothing XML 1.0 forbids
+    assert [case.get("name") for case in cases] == [
+        "y\\x1b[31m\\x00\\x01\\x0b\\x7f\\x9b\\ufffe\\ud800z", "b\\udcff\\x1b\\x01name",
+        "c\\x02bad"]
+    assert cases[1].get("classname").endswith("b\\udcff\\x1b\\x01name.py")
+    (error,) = cases[2].iter("error")
+    assert "c\\x02bad.py:2: the script raised ValueError: bo\\x00om\\x1b\\udcff" in (
+        error.get("message"))
+
+
+@pytest.mark.parametrize("name", ["bad.py", "bad\x1b[2J.py"])
+def test_bisect_of_a_file_that_does_not_load_names_it_once(tmp_path, name):
+    bad = write(tmp_path / name, LOADS_NOT)
+    result = invoke("bisect", str(bad), "--max-queries", "2")
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    shown = str(bad).replace("\x1b", "\\x1b")
+    assert line == f"fusecli: error: {shown}:2: the script raised ValueError: boom"
+    assert line.count(name.replace("\x1b", "\\x1b")) == 1

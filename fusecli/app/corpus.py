@@ -62,7 +62,7 @@ def run_corpus(
     its own, ``jobs`` at a time (see ``runs_in_process`` for the exceptions)."""
     from fusecli.app.pipeline import run_paths
     from fusecli.errors import FusecliError
-    from fusecli.load import discover
+    from fusecli.load import discover, runs_code
 
     if isinstance(shard, str):
         shard = parse_shard(shard)
@@ -74,9 +74,11 @@ def run_corpus(
     if not files:  # run_paths reports why, as one error outcome
         return run_paths(list(paths), options, progress)
     files = select_shard(files, shard)
-    if runs_in_process(options) or (len(files) == 1 and jobs <= 1):
-        # one file alone runs here (a worker costs an interpreter start): only a run of many
-        # needs each file's death to be that file's record
+    alone = len(files) == 1 and jobs <= 1
+    if runs_in_process(options) or (alone and not runs_code(files[0])):
+        # one YAML file alone runs here (a worker costs an interpreter start); a script, even
+        # alone, runs in a worker: it may exit, fork a child that holds stdout, or ignore the
+        # signal --timeout is kept with, and must still give a record and one JSON document
         report = run_paths(files, options, progress) if files else RunReport()
         report.notices[:0] = skipped_notices(skipped)
         return report

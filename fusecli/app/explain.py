@@ -13,7 +13,7 @@ from fusecli.app.worker import WorkerProcesses
 from fusecli.engines.nvfuser import Runner
 from fusecli.errors import FusecliError, InputError, PipelineError
 from fusecli.ir.nodes import Fusion
-from fusecli.load import LoadedFusion, discover, load_path
+from fusecli.load import LoadedFusion, discover, load_path, runs_code
 from fusecli.segment.result import SegmentedFusion
 from fusecli.segment.rules import PROFILES, SCHEDULER_NAMES, Switches
 from fusecli.segment.segmenter import segment_fusion
@@ -126,7 +126,8 @@ def explain_paths(
     paths: list[Path], options: ExplainOptions, runner: Runner | None = None
 ) -> ExplainReport:
     """``explain_file`` for every file under ``paths`` (folders expanded by ``discover``).
-    With several files, each runs in a worker process of its own, as ``fusecli run`` does
+    Each script (and every file of several) runs in a worker process of its own, as
+    ``fusecli run`` does
     (``fusecli.app.worker``): a script that exits, crashes, raises KeyboardInterrupt or hangs
     past ``options.timeout`` is that file's ``FileFailure``, and the others go on."""
     validate_options(options)
@@ -143,9 +144,10 @@ def explain_paths(
             found = f"no repros found ({len(skipped)} file(s) do not look like repros)"
         raise InputError(found, where=str(paths[0]))
     # In this process, as corpus.runs_in_process says: --debug, an injected runner (tests),
-    # FUSECLI_IN_PROCESS=1; and one file alone (a worker costs an interpreter start).
+    # FUSECLI_IN_PROCESS=1; and one YAML file alone (a worker costs an interpreter start). A
+    # script, even alone, runs in a worker (it may exit, fork, ignore signals).
     in_process = (
-        len(files) == 1 or options.debug or runner is not None
+        (len(files) == 1 and not runs_code(files[0])) or options.debug or runner is not None
         or os.environ.get("FUSECLI_IN_PROCESS") == "1"
     )
     workers = None if in_process else WorkerProcesses()

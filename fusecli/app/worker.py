@@ -152,6 +152,30 @@ class WorkerProcesses:
             raise PipelineError(f"could not write it as a plain script: {text}")
         return text
 
+    def convert_file(self, source: Path, output: Path | None, to: str | None, force: bool,
+                     timeout: float | None) -> str:
+        """``load.convert.convert_file`` in a worker (loading runs the script): the text, or
+        the error it raised (an InputError stays one: exit 2), or PipelineError saying how the
+        worker died or that it took longer than ``timeout``."""
+        from fusecli.errors import FusecliError, InputError
+
+        request = {"task": "convert", "path": source, "output": output, "to": to,
+                   "force": force, "timeout": timeout}
+        finished = self._call(request, RunOptions(timeout=timeout), None)
+        if not finished.reported:
+            error = (timeout_message(timeout) if finished.timed_out and timeout
+                     else finished.failure)
+            raise PipelineError(error, str(source))
+        kind, value = finished.result
+        if kind == "text":
+            return value
+        message, exit_code = value
+        error_class = next((c for c in (InputError, PipelineError) if c.exit_code == exit_code),
+                           FusecliError)
+        error = error_class(message)
+        error.exit_code = exit_code
+        raise error
+
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
@@ -297,7 +321,11 @@ def main(argv: list[str]) -> None:
     os.dup2(devnull, 0)  # the script reads nothing of ours
     os.close(devnull)
 
+    owner = os.getpid()
+
     def send(kind: str, value: Any) -> None:
+        if os.getpid() != owner:  # a child the script forked, run on into fusecli: not ours
+            os._exit(0)
         payload = pickle.dumps((kind, value))
         channel.write(_HEADER.pack(len(payload)) + payload)
         channel.flush()
@@ -321,6 +349,9 @@ def main(argv: list[str]) -> None:
 
             message = f"internal error: {type(error).__name__}: {error}"
             send("result", [FileFailure(request["path"], message, PipelineError.exit_code)])
+    elif request["task"] == "convert":
+        send("phase", str(request["path"]))
+        send("result", _convert(request))
     else:
         send("result", _direct_script(request["path"], request["name"], request["options"]))
     channel.close()
@@ -357,6 +388,24 @@ def _explain(path: Path, options: ExplainOptions) -> list[Any]:
         message = f"the script raised {type(error).__name__}" + (f": {error}" if str(error) else "")
         detail = "".join(traceback.format_exception(error))
         return [FileFailure(path, message, PipelineError.exit_code, detail)]
+
+
+def _convert(request: dict[str, Any]) -> tuple[str, Any]:
+    """("text", the converted text) or ("error", (message, exit code))."""
+    from fusecli.app.pipeline import time_limit
+    from fusecli.errors import FusecliError
+    from fusecli.load.convert import convert_file
+
+    path = request["path"]
+    try:
+        with time_limit(request["timeout"], str(path)):
+            return "text", convert_file(path, request["output"], to=request["to"],
+                                        force=request["force"])
+    except FusecliError as error:
+        return "error", (str(error), error.exit_code)
+    except BaseException as error:  # KeyboardInterrupt, SystemExit: the script's own
+        message = f"the script raised {type(error).__name__}" + (f": {error}" if str(error) else "")
+        return "error", (f"{path}: {message}", PipelineError.exit_code)
 
 
 def _direct_script(path: Path, name: str, options: RunOptions) -> tuple[str, str]:

@@ -12,6 +12,7 @@ replay a step by hand.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 PHASE = "FUSECLI_PHASE"
@@ -40,16 +41,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_answers: int | None = None  # a copy of descriptor 1 the script under test cannot close
+
+
 def _say(prefix: str, text: str) -> None:
-    sys.stdout.write(f"{prefix} {text}\n")
-    sys.stdout.flush()
+    line = f"\n{prefix} {text}\n".encode()  # on a line of its own after what a script wrote
+    if _answers is None:
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+        return
+    os.write(_answers, line)
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _answers
     args = _parser().parse_args(argv)
+    try:  # a script that closes or redirects descriptor 1 must not silence the answer
+        sys.stdout.flush()
+        _answers = os.dup(1)
+    except OSError:
+        _answers = None
     if args.engine == "nvfuser" and "torch" not in sys.modules:
-        import os  # nvFuser's wheel needs torch's symbols global: before torch loads
-
+        # nvFuser's wheel needs torch's symbols global: before torch loads
         sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)
     from fusecli.app.pipeline import RunOptions
     from fusecli.bisect.check import Verdict, evaluate, load_verdict

@@ -71,7 +71,8 @@ class Verdict:
     def summary(self) -> str:
         if self.status == "pass":
             return "pass"
-        kind = f"{self.status} ({self.error_type})" if self.error_type else self.status
+        named = self.error_type and self.error_type not in self.message  # said once
+        kind = f"{self.status} ({self.error_type})" if named else self.status
         return f"{kind}: {self.message}" if self.message else kind
 
     def to_json(self) -> str:

@@ -265,12 +265,18 @@ def _write_engine_minimized(
     check = None
     if report.target is not None and report.target.kind == "accuracy":
         check = eb.expected_outputs(named, options.run)
-    py_path = eb.write_plain_repro(named, out_dir / "minimized.py", header, check)
-    final_yaml = write_yaml_repro(named, out_dir / "minimized.yaml", header)
     tracker.update("verify", "python minimized.py, alone")
     asked = time.perf_counter()
-    plain = eb.run_plain(py_path, options.timeout)
-    verified = eb.plain_matches(plain, report.target, report.original)
+    # A crash rarely needs the values: a repro a bug report can hold draws large inputs from a
+    # seed, and stores every value only when the drawn ones do not fail the same way
+    limits = [eb.COMPACT_LIMIT, None] if check is None else [None]
+    for limit in limits:
+        py_path = eb.write_plain_repro(named, out_dir / "minimized.py", header, check, limit)
+        plain = eb.run_plain(py_path, options.timeout)
+        verified = eb.plain_matches(plain, report.target, report.original)
+        if verified or not eb.stores_fewer_values(named, limit):
+            break
+    final_yaml = write_yaml_repro(named, out_dir / "minimized.yaml", header, limit)
     report.replays["minimize: the minimized repro, plain nvFuser"] = f"python {py_path}"
     segments = parse_log(plain.log).segments  # it ran with nvFuser's dump on
     findings = er.EngineFindings(

@@ -38,23 +38,42 @@ CHECK_LIMIT = 1 << 16  # elements of an output a plain repro checks against stor
 # -- plain repros ----------------------------------------------------------------------------------
 
 
+COMPACT_LIMIT = 4096  # elements of an input a bug report's repro writes out, when it can
+
+
 def write_plain_repro(
-    loaded: Any, path: Path, header: list[str], check: Any = None
+    loaded: Any, path: Path, header: list[str], check: Any = None, exact_limit: int | None = None
 ) -> Path:
     """``loaded`` as a plain nvfuser_direct script at ``path``: fusecli's header, the definition,
-    exact inputs, ``fd.execute``; with ``check`` (expected values and bounds per output), code
-    that raises AssertionError when an output leaves its bound."""
+    exact inputs (up to ``exact_limit`` elements each; larger ones drawn from a seed),
+    ``fd.execute``; with ``check`` (expected values and bounds per output), code that raises
+    AssertionError when an output leaves its bound."""
     from fusecli.engines.nvfuser import direct_script
 
     lines = [f"# {one_line(line)}" for line in header]
     lines.append(f"# run it: python {one_line(path.name)}   (real nvFuser; no fusecli needed)")
-    script = direct_script(loaded)
+    script = direct_script(loaded, exact_limit)
     body = script.replace("\nfd.execute(inputs)", "\noutputs = fd.execute(inputs)")
     if check:
         body += "\n" + _check_source(check)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n" + body.rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def stores_fewer_values(loaded: Any, limit: int | None) -> bool:
+    """Whether a repro written with ``limit`` draws some input that an exact one stores."""
+    import torch
+
+    from fusecli.load.convert import EXACT_LIMIT
+    from fusecli.load.inputs import storage_span
+
+    if limit is None:
+        return False
+    return any(
+        isinstance(x, torch.Tensor) and limit < storage_span(tuple(x.shape), tuple(x.stride()))
+        <= EXACT_LIMIT for x in loaded.inputs
+    )
 
 
 def expected_outputs(loaded: Any, options: Any) -> list[tuple[int, Any, Any]] | None:

@@ -67,11 +67,16 @@ class ZygoteDied(RuntimeError):
 
 
 class Zygote:
-    """One server process, preloaded, that forks a child per question."""
+    """One server process, preloaded, that forks a child per question. ``global_symbols``:
+    torch is loaded with RTLD_GLOBAL, as real nvFuser's wheel needs (its questions import
+    nvfuser_direct in the child, after the fork: nothing of CUDA is touched before it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, global_symbols: bool = False) -> None:
+        start = "from fusecli.bisect.fresh import serve; serve()"
+        if global_symbols:
+            start = "import os, sys; sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL); " + start
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from fusecli.bisect.fresh import serve; serve()"],
+            [sys.executable, "-c", start],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             bufsize=0,  # unbuffered: select() must see every reply line the zygote wrote
         )
@@ -118,7 +123,8 @@ class Zygotes:
     """Zygotes, each answering one question at a time, started when needed: as many as
     questions asked at once. One pool serves the whole process (``zygotes()``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, global_symbols: bool = False) -> None:
+        self.global_symbols = global_symbols
         self.idle: queue.Queue[Zygote] = queue.Queue()
         self.started: list[Zygote] = []
         self.size = 1
@@ -154,7 +160,7 @@ class Zygotes:
             pass
         with self._lock:
             if len(self.started) < self.size:
-                zygote = Zygote()
+                zygote = Zygote(self.global_symbols)
                 self.started.append(zygote)
                 return zygote
         return self.idle.get()
@@ -166,17 +172,18 @@ class Zygotes:
         self.idle = queue.Queue()
 
 
-_pool: Zygotes | None = None
+_pools: dict[bool, Zygotes] = {}
 
 
-def zygotes(size: int) -> Zygotes:
-    """The process's pool, grown to ``size`` zygotes at most; closed when the process exits."""
-    global _pool
-    if _pool is None:
-        _pool = Zygotes()
-        atexit.register(_pool.close)
-    _pool.size = max(_pool.size, size)
-    return _pool
+def zygotes(size: int, global_symbols: bool = False) -> Zygotes:
+    """The process's pool (one for torch loaded with global symbols, one without), grown to
+    ``size`` zygotes at most; closed when the process exits."""
+    pool = _pools.get(global_symbols)
+    if pool is None:
+        pool = _pools[global_symbols] = Zygotes(global_symbols)
+        atexit.register(pool.close)
+    pool.size = max(pool.size, size)
+    return pool
 
 
 def serve() -> None:

@@ -2,9 +2,13 @@
 
 1. ddmin over the fusion's tensor exprs (removed producers become inputs fed with their
    recorded values; unread results become outputs);
-2. ddmin over the outputs left, then the exprs no output needs are dropped; inputs nothing
+2. ddmin over bypasses: an expr whose readers can read one of its operands instead (same
+   shape, same broadcasts) is removed without cutting the chain (``neg(cast(x))`` -> ``x``),
+   then step 1 again while bypasses remove something: a failure that needs the chain's two
+   ends (a reshape feeding a cat through casts and arithmetic) keeps its ends alone;
+3. ddmin over the outputs left, then the exprs no output needs are dropped; inputs nothing
    reads are never declared;
-3. shrinking of input sizes.
+4. shrinking of input sizes.
 
 Every candidate a step accepts is asked again before it is accepted ("re-verified"); a failure
 that does not come back is reported as flaky and the step is not taken. Questions stop at
@@ -145,25 +149,77 @@ def minimize(
         candidates = [replace(selection, exprs=frozenset(b)) for b in batch]
         return prober.fails(candidates, "minimize", [f"{len(b)} ops" for b in batch])
 
-    kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
-                 width=oracle.jobs if oracle.isolate else 1, on_step=report)
-    selection = replace(selection, exprs=frozenset(kept))
+    width = oracle.jobs if oracle.isolate else 1
+    if shrink_sizes and _elements(slicer.build(selection)) > _LARGE:
+        # every question of a large fusion moves its inputs and computes its reference:
+        # smaller sizes first make the many questions of ddmin cheap
+        selection = _shrink(slicer, selection, prober, tracker, width)
+    for _ in range(_BYPASS_ROUNDS):
+        kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
+                     width=width, on_step=report)
+        selection = replace(selection, exprs=frozenset(kept))
+        if prober.out_of_budget:
+            break
+        bypassed = _bypass(slicer, selection, prober, tracker, width)
+        if bypassed == selection:
+            break
+        selection = bypassed
     selection = _minimize_outputs(slicer, selection, prober, tracker, oracle)
-    if shrink_sizes:
-        sizes = sizes_of(slicer.build(selection))
-        tracker.update("shrink", f"sizes {sizes}")
-        try:
-            selection = shrink(
-                selection, sizes,
-                lambda trial, label: _shrink_step(prober, tracker, trial, label),
-            )
-        except Budget:
-            pass
+    if shrink_sizes and not prober.out_of_budget:
+        selection = _shrink(slicer, selection, prober, tracker, width)
     return Minimization(
         selection, slicer.build(selection), prober.steps, prober.flaky, prober.last_passing,
         oracle.queries - asked, time.perf_counter() - started, others=prober.others,
         out_of_budget=prober.out_of_budget,
     )
+
+
+_BYPASS_ROUNDS = 4  # ddmin, bypasses, ddmin, ...: each round that bypasses removes exprs
+_LARGE = 1 << 22  # input elements above which sizes are shrunk before ops are removed
+
+
+def _elements(piece: Piece) -> int:
+    return sum(x.numel() for x in piece.loaded.inputs if hasattr(x, "numel"))
+
+
+def _shrink(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
+) -> Selection:
+    sizes = sizes_of(slicer.build(selection))
+    tracker.update("shrink", f"sizes {sizes}")
+    return shrink(
+        selection, sizes,
+        lambda trial, label: _shrink_step(prober, tracker, trial, label),
+        fails_many=lambda trials, labels: prober.fails(trials, "shrink", labels),
+        width=width,
+    )
+
+
+def _bypass(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
+) -> Selection:
+    """``selection`` with as many exprs bypassed as the failure allows (ddmin over the
+    bypassable exprs: the ones kept are those the failure needs computed)."""
+    candidates = slicer.bypasses(selection)
+    if not candidates:
+        return selection
+
+    def trial(kept: list[tuple[int, int]]) -> Selection:
+        return slicer.bypass(selection, [c for c in candidates if c not in kept])
+
+    def test(batch: list[list[tuple[int, int]]]) -> list[bool]:
+        trials = [trial(b) for b in batch]
+        labels = [f"{len(candidates) - len(b)} of {len(candidates)} ops bypassed" for b in batch]
+        return prober.fails(trials, "bypass", labels)
+
+    tracker.update("bypass", f"{len(candidates)} ops could read an operand instead")
+    try:
+        if prober.fails([trial([])], "bypass", [f"all {len(candidates)} bypassed"])[0]:
+            return trial([])
+    except Budget:
+        return selection
+    kept = ddmin(candidates, test, width=width)
+    return trial(kept) if len(kept) < len(candidates) else selection
 
 
 def _smallest_failing_cone(

@@ -103,10 +103,13 @@ class Oracle:
         self.options = options
         self.workdir = Path(workdir)
         self.isolate = isolate
-        # Another engine (real nvFuser) loads native libraries that must see torch's symbols
-        # globally and keeps threads: a new interpreter per question, never a fork
-        forkable = fork and can_fork() and options.engine == "fusecli"
-        self.zygotes = zygotes(max(1, jobs)) if forkable else None
+        # Real nvFuser's library needs torch's symbols global: its zygotes load torch so, and
+        # each child imports nvFuser itself. FUSECLI_FORK=0 asks every question in a new
+        # interpreter instead (slower by the interpreter's start and torch's import).
+        forkable = (fork and can_fork() and options.engine in ("fusecli", "nvfuser")
+                    and os.environ.get("FUSECLI_FORK", "1") != "0")
+        self.zygotes = (zygotes(max(1, jobs), global_symbols=options.engine == "nvfuser")
+                        if forkable else None)
         self.timeout = timeout
         self.repeat = max(1, repeat)
         self.jobs = max(1, jobs)

@@ -44,13 +44,17 @@ ShapeArg = list[int | ScalarState]
 class _Replay:
     """The definition being built and the handle of every IR value replayed so far."""
 
-    def __init__(self, fd: FusionDefinition, extents: Mapping[int, int]) -> None:
+    def __init__(
+        self, fd: FusionDefinition, extents: Mapping[int, int], aliases: Mapping[int, Val]
+    ) -> None:
         self.fd = fd
         self.ops = fd.ops
         self.extents = extents
+        self.aliases = aliases
         self.states: dict[int, State] = {}
 
     def val(self, value: Val) -> State:
+        value = self.aliases.get(value.uid, value)
         if isinstance(value, Scalar) and value.is_constant:
             if value.uid not in self.states:
                 self.states[value.uid] = self.fd.define_scalar(value.value, dtype=value.dtype)
@@ -160,8 +164,17 @@ def _squeeze(r: _Replay, e: Expr) -> Any:
 
 def _slice(r: _Replay, e: Expr) -> Any:
     starts, ends = slice_bounds(e, e.inputs)
+    source = e.inputs[0]
+    end_indices = r.ints(ends)
+    if r.extents and isinstance(source, TensorView):
+        # an end at the dimension's whole (static) extent follows the size when it shrinks
+        for axis, (scalar, domain) in enumerate(zip(ends, source.logical)):
+            whole = domain.logical_extent
+            whole = whole if isinstance(whole, int) else None
+            if scalar.is_constant and whole is not None and int(scalar.value) == whole:
+                end_indices[axis] = r.extents.get(whole, whole)
     return r.ops.slice(
-        r.val(e.inputs[0]), start_indices=r.ints(starts), end_indices=r.ints(ends),
+        r.val(source), start_indices=r.ints(starts), end_indices=end_indices,
         manual_normalization=bool(e.attr("manual_normalization", False)),
     )
 
@@ -328,17 +341,20 @@ def rebuild(
     *,
     declared: frozenset[int] = frozenset(),
     extents: Mapping[int, int] | None = None,
+    aliases: Mapping[int, Val] | None = None,
 ) -> FusionDefinition:
     """A new definition: ``inputs`` (in order), ``exprs`` replayed in order, ``outputs``.
 
     ``examples`` gives an example value per input uid (how intermediates are declared);
-    ``declared`` names the inputs that keep their original declaration. Raises RebuildError,
+    ``declared`` names the inputs that keep their original declaration; ``aliases`` maps a
+    bypassed value's uid to the value read in its place (its results may then have other
+    dtypes than the IR's, as ``mul(cast(a), b)`` does without the cast). Raises RebuildError,
     or the frontend's DefinitionError / TypeError when the replayed definition is invalid.
     """
     extents = dict(extents or {})
     fd = FusionDefinition()
     with fd:
-        replay = _Replay(fd, extents)
+        replay = _Replay(fd, extents, aliases or {})
         for value in inputs:
             replay.states[value.uid] = declare_input(
                 fd, value, examples.get(value.uid), extents, value.uid in declared and not extents
@@ -371,7 +387,7 @@ def _replay_expr(replay: _Replay, expr: Expr) -> None:
         same_rank = not isinstance(out, TensorView) or (
             isinstance(got, TensorView) and got.ndim == out.ndim
         )
-        if got.dtype is not out.dtype or not same_rank:
+        if not same_rank or (got.dtype is not out.dtype and not replay.aliases):
             raise RebuildError(
                 f"fd.ops.{expr.op.value} replayed as {got!r}, the fusion has {out!r}"
             )

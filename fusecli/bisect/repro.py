@@ -81,11 +81,14 @@ def write_repro(
     return py_path, yaml_path
 
 
-def write_yaml_repro(loaded: Any, path: Path, header: Sequence[str]) -> Path:
-    """``loaded`` as a YAML repro at ``path`` alone, exact inputs, ``header`` on top."""
-    from fusecli.load.convert import to_yaml
+def write_yaml_repro(
+    loaded: Any, path: Path, header: Sequence[str], exact_limit: int | None = None
+) -> Path:
+    """``loaded`` as a YAML repro at ``path`` alone, ``header`` on top; inputs exact up to
+    ``exact_limit`` elements (by default ``EXACT_LIMIT``)."""
+    from fusecli.load.convert import EXACT_LIMIT, to_yaml
 
-    exact = replace(loaded, input_specs=exact_specs(loaded))
+    exact = replace(loaded, input_specs=exact_specs(loaded, exact_limit or EXACT_LIMIT))
     lines = [*header, f"run it: fusecli run {path.name}"]
     path.parent.mkdir(parents=True, exist_ok=True)
     comment = "".join(f"# {one_line(line)}\n" for line in lines)

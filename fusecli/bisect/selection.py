@@ -2,10 +2,13 @@
 
 A ``Selection`` names the tensor exprs kept, the values to output (``None``: the original
 outputs they compute plus every value they compute that nothing kept reads, as XLA's
-hlo_bisect does) and size substitutions. ``Slicer.build`` turns one into a runnable fusion:
-each value the kept exprs read but no kept expr computes becomes an input whose example value
-is what the reference computed for it in the original fusion (as the PyTorch minifier feeds
-placeholders their recorded values), so the graph stays valid whatever was removed.
+hlo_bisect does), size substitutions and bypasses: a removed expr whose readers read one of its
+operands instead (``mul(a, b)`` -> ``a``, ``cast(x)`` -> ``x``), as C-Reduce replaces an
+expression by a subexpression, so a chain keeps its shape while its links go.
+``Slicer.build`` turns one into a runnable fusion: each value the kept exprs read but no kept
+expr computes becomes an input whose example value is what the reference computed for it in
+the original fusion (as the PyTorch minifier feeds placeholders their recorded values), so the
+graph stays valid whatever was removed.
 
 Scalar exprs (sizes, scalar arithmetic) are not units of their own: one is kept when everything
 it reads is available, else its value becomes a scalar input.
@@ -29,6 +32,7 @@ class Selection:
     exprs: frozenset[int]  # uids of kept tensor exprs
     outputs: tuple[int, ...] | None = None  # uids of output values; None: automatic
     extents: tuple[tuple[int, int], ...] = ()  # (old size, new size)
+    bypass: tuple[tuple[int, int], ...] = ()  # (value uid, operand uid read in its place)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +67,14 @@ class Slicer:
     _position: dict[int, int] = field(init=False)
     _producer: dict[int, Expr] = field(init=False)
     _inputs: dict[int, object] = field(init=False)
+    _values: dict[int, Val] = field(init=False)
 
     def __post_init__(self) -> None:
         self._position = {e.uid: i for i, e in enumerate(self.fusion.exprs)}
         self._producer = {o.uid: e for e in self.fusion.exprs for o in e.outputs}
         self._inputs = {v.uid: x for v, x in zip(self.fusion.inputs, self.loaded.inputs)}
+        self._values = {v.uid: v for e in self.fusion.exprs for v in (*_operands(e), *e.outputs)}
+        self._values.update({v.uid: v for v in self.fusion.inputs})
 
     @property
     def fusion(self) -> Fusion:
@@ -91,7 +98,7 @@ class Slicer:
         outputs = self._outputs(selection, kept, produced)
         needed: dict[int, Val] = {}
         for expr in kept:
-            for value in _operands(expr):
+            for value in self.reads(expr, selection):
                 if value.uid not in produced and not _constant(value):
                     needed.setdefault(value.uid, value)
         for output in outputs:
@@ -133,7 +140,7 @@ class Slicer:
                     if uid in values]
         outputs = [o for o in self.fusion.outputs if o.value.uid in produced]
         listed = {o.value.uid for o in outputs}
-        read = {v.uid for e in kept for v in _operands(e)}
+        read = {v.uid for e in kept for v in self.reads(e, selection)}
         for expr in kept:
             for value in expr.tensor_outputs():
                 if value.uid not in read and value.uid not in listed:
@@ -149,8 +156,64 @@ class Slicer:
         for expr in reversed(exprs):
             if any(o.uid in needed for o in expr.outputs):
                 keep.add(expr.uid)
-                needed.update(v.uid for v in _operands(expr))
+                needed.update(v.uid for v in self.reads(expr, selection))
         return replace(selection, exprs=frozenset(u for u in selection.exprs if u in keep))
+
+    def reads(self, expr: Expr, selection: Selection) -> list[Val]:
+        """The values ``expr`` reads under ``selection``: a bypassed value is its operand."""
+        operands = _operands(expr)
+        if not selection.bypass:
+            return operands
+        aliases = self.aliases(selection)
+        return [aliases.get(v.uid, v) for v in operands]
+
+    def aliases(self, selection: Selection) -> dict[int, Val]:
+        """Each bypassed value's replacement, chains followed (``a`` for ``cast(neg(a))``)."""
+        direct = dict(selection.bypass)
+        resolved: dict[int, Val] = {}
+        for uid in direct:
+            target = direct[uid]
+            seen = {uid}
+            while target in direct and target not in seen:
+                seen.add(target)
+                target = direct[target]
+            resolved[uid] = self._values[target]
+        return resolved
+
+    def bypasses(self, selection: Selection) -> list[tuple[int, int]]:
+        """(expr uid, operand uid) for each kept expr one of whose operands could stand for its
+        result: a tensor of the same shape and the same broadcast dimensions (an op's first such
+        operand). The reference's values tell the shapes."""
+        found = []
+        aliases = self.aliases(selection)
+        for expr in self.fusion.exprs:
+            if expr.uid not in selection.exprs or len(expr.outputs) != 1:
+                continue
+            result = expr.outputs[0]
+            if not isinstance(result, TensorView) or result.uid not in self.values:
+                continue
+            for operand in _operands(expr):
+                operand = aliases.get(operand.uid, operand)
+                if isinstance(operand, TensorView) and _same_form(
+                    result, self.values[result.uid], operand, self._value_of(operand)
+                ):
+                    found.append((expr.uid, operand.uid))
+                    break
+        return found
+
+    def bypass(self, selection: Selection, pairs: list[tuple[int, int]]) -> Selection:
+        """``selection`` with each (expr uid, operand uid) of ``pairs`` removed and bypassed."""
+        if not pairs:
+            return selection
+        exprs = {e.uid: e for e in self.fusion.exprs}
+        added = tuple((exprs[e].outputs[0].uid, operand) for e, operand in pairs)
+        return replace(
+            selection, exprs=selection.exprs - {e for e, _ in pairs},
+            bypass=tuple(sorted({*selection.bypass, *added})),
+        )
+
+    def _value_of(self, value: Val) -> object:
+        return self._inputs[value.uid] if value.uid in self._inputs else self.values.get(value.uid)
 
     def output_uids(self, selection: Selection) -> tuple[int, ...]:
         """The outputs ``selection`` has, explicitly."""
@@ -169,7 +232,8 @@ class Slicer:
         examples = {v.uid: self.example(v, extents) for v in inputs}
         declared = frozenset(v.uid for v in self.fusion.inputs)
         try:
-            fd = rebuild(exprs, inputs, outputs, examples, declared=declared, extents=extents)
+            fd = rebuild(exprs, inputs, outputs, examples, declared=declared, extents=extents,
+                         aliases=self.aliases(selection))
         except (ValueError, TypeError, KeyError, FusecliError) as error:
             raise BuildError(f"{type(error).__name__}: {error}") from error
         loaded = LoadedFusion(
@@ -216,6 +280,19 @@ def _operands(expr: Expr) -> list[Val]:
     for value in expr.inputs:
         found.extend(value.elements if isinstance(value, Vector) else (value,))
     return found
+
+
+def _same_form(result: TensorView, result_value: object, operand: TensorView,
+               operand_value: object) -> bool:
+    """Whether ``operand`` can be read where ``result`` was: same shape, same broadcasts."""
+    if not isinstance(result_value, torch.Tensor) or not isinstance(operand_value, torch.Tensor):
+        return False
+    if tuple(result_value.shape) != tuple(operand_value.shape):
+        return False
+    if len(result.logical) != len(operand.logical):
+        return False
+    return all(a.is_broadcast == b.is_broadcast and (a.expanded is None) == (b.expanded is None)
+               for a, b in zip(result.logical, operand.logical))
 
 
 def _constant(value: Val) -> bool:

@@ -3,7 +3,10 @@
 Sizes are shrunk one distinct size at a time, largest first, everywhere it appears at once: in
 the inputs (their leading part is kept), in static sizes of the definition and in shape
 arguments. Each size first tries 1, then halves while the failure persists. A size that cannot
-change (a slice bound depends on it, the failure needs it) stays; the oracle decides.
+change (a slice bound depends on it, the failure needs it) stays; the oracle decides. With
+questions asked ``width`` at a time, each size's candidates (1, 2, 4, ... below it) are asked
+in waves, smallest first, and the smallest that fails is taken: a wave or two per size instead
+of one question after another.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from fusecli.bisect.ddmin import Budget
 from fusecli.bisect.selection import Piece, Selection
 from fusecli.ir.nodes import TensorView, Vector
 from fusecli.ir.optype import OpType
@@ -45,22 +49,70 @@ def shrink(
     selection: Selection,
     sizes: list[int],
     fails: Callable[[Selection, str], bool],
+    *,
+    fails_many: Callable[[list[Selection], list[str]], list[bool]] | None = None,
+    width: int = 1,
 ) -> Selection:
     """The selection with every size in ``sizes`` as small as ``fails`` allows.
 
     ``fails(selection, label)`` asks the oracle; sizes are keyed by their original value.
+    ``fails_many(selections, labels)`` asks several at once (``width`` at a time).
     """
+    if fails_many is not None and width > 1:
+        return _shrink_in_waves(selection, sizes, fails_many, width)
+    try:
+        return _shrink_one_by_one(selection, sizes, fails)
+    except Budget as stopped:
+        return stopped.args[0] if stopped.args else selection
+
+
+def _shrink_one_by_one(
+    selection: Selection, sizes: list[int], fails: Callable[[Selection, str], bool]
+) -> Selection:
     for size in sizes:
         current = dict(selection.extents).get(size, size)
         if current > 1:
             trial = with_size(selection, size, 1)
-            if fails(trial, f"size {size} -> 1"):
+            try:
+                failed = fails(trial, f"size {size} -> 1")
+            except Budget:
+                raise Budget(selection) from None
+            if failed:
                 selection = trial
                 continue
         new = current // 2
         while new >= 2:
             trial = with_size(selection, size, new)
-            if not fails(trial, f"size {size} -> {new}"):
-                break
+            try:
+                if not fails(trial, f"size {size} -> {new}"):
+                    break
+            except Budget:
+                raise Budget(selection) from None
             selection, new = trial, new // 2
+    return selection
+
+
+def _shrink_in_waves(
+    selection: Selection,
+    sizes: list[int],
+    fails_many: Callable[[list[Selection], list[str]], list[bool]],
+    width: int,
+) -> Selection:
+    for size in sizes:
+        current = dict(selection.extents).get(size, size)
+        candidates, new = [], 1
+        while new < current:
+            candidates.append(new)
+            new *= 2
+        for start in range(0, len(candidates), width):
+            wave = candidates[start : start + width]
+            trials = [with_size(selection, size, n) for n in wave]
+            try:
+                results = fails_many(trials, [f"size {size} -> {n}" for n in wave])
+            except Budget:
+                return selection  # the smallest failing sizes found so far
+            failing = [t for t, failed in zip(trials, results) if failed]
+            if failing:
+                selection = failing[0]
+                break
     return selection

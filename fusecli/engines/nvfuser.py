@@ -126,17 +126,18 @@ PRELUDE = (
 )
 
 
-def direct_script(loaded: Any) -> str:
+def direct_script(loaded: Any, exact_limit: int | None = None) -> str:
     """``loaded`` as a plain nvfuser_direct script, no fusecli import: the definition, then its
-    inputs made exactly (stored values where small, else seeded), then ``fd.execute``."""
+    inputs made exactly (stored values where at most ``exact_limit`` elements, else seeded),
+    then ``fd.execute``."""
     from dataclasses import replace
 
     import torch
 
-    from fusecli.load.convert import exact_specs, to_direct
+    from fusecli.load.convert import EXACT_LIMIT, exact_specs, to_direct
 
     exact = loaded if loaded.input_specs is not None else replace(
-        loaded, input_specs=exact_specs(loaded))
+        loaded, input_specs=exact_specs(loaded, exact_limit or EXACT_LIMIT))
     device = "cuda:0" if torch.cuda.is_available() else "cpu"  # cpu: a stand-in, in tests
     return PRELUDE + to_direct(exact, device=device)
 

@@ -28,11 +28,17 @@ if TYPE_CHECKING:
     from fusecli.frontend.definition import FusionDefinition
 
 
+# nvFuser's scheduled IR and generated CUDA are the text of its own scheduling and lowering
+LOWERED_TEXT_SCOPE = nodes.LOWERED_TEXT_SCOPE
+
+
 @dataclass(slots=True, eq=False)
 class CompiledFusion:
     """A FusionExecutorCache: an ``LRUCache`` entry, the fusion every equal definition shares,
     or the one a definition makes at its first execute. ``visits``: the lookups it answered;
-    ``signatures``: the inputs (shapes, strides, dtypes) it ran."""
+    ``signatures``: the inputs (shapes, strides, dtypes) it ran. Its scheduled IR and CUDA
+    kernel (``get_scheduled_ir``, ``get_cuda_kernel``) are nvFuser's: asked, they say that they
+    are out of fusecli's scope."""
 
     fusion: nodes.Fusion
     key: tuple | None = None
@@ -45,6 +51,15 @@ class CompiledFusion:
     def is_compiled(self, inputs: Sequence[Any]) -> bool:
         """Whether inputs like these have run through this entry."""
         return input_signature(inputs) in self.signatures
+
+    def get_scheduled_ir(self, *args: Any, **kwargs: Any) -> str:
+        raise NotImplementedError(f"get_scheduled_ir: {LOWERED_TEXT_SCOPE}")
+
+    def get_most_recent_scheduled_ir(self, *args: Any, **kwargs: Any) -> str:
+        raise NotImplementedError(f"get_most_recent_scheduled_ir: {LOWERED_TEXT_SCOPE}")
+
+    def get_cuda_kernel(self, *args: Any, **kwargs: Any) -> str:
+        raise NotImplementedError(f"get_cuda_kernel: {LOWERED_TEXT_SCOPE}")
 
 
 def input_signature(inputs: Sequence[Any]) -> tuple:

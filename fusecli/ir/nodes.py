@@ -20,6 +20,13 @@ from typing import Any
 from fusecli.ir.dtype import DataType
 from fusecli.ir.optype import OpType
 
+# What nvFuser prints after scheduling and lowering (its scheduled IR, its generated CUDA):
+# the text of nvFuser's own scheduler and code generator, which fusecli does not reproduce.
+LOWERED_TEXT_SCOPE = (
+    "nvFuser's scheduled IR and generated CUDA kernel text are outside fusecli's scope: "
+    "fusecli executes the fusion's math and does not lower it as nvFuser does"
+)
+
 _uids = itertools.count()
 
 
@@ -338,6 +345,11 @@ class Fusion:
         from fusecli.ir.printer import print_fusion
 
         return print_fusion(self, math=True)
+
+    def print_kernel(self, *args: object, **kwargs: object) -> str:
+        """nvfuser_direct's ``Fusion.print_kernel()`` prints the CUDA nvFuser lowers this fusion
+        to; fusecli does not lower as nvFuser does, and says so."""
+        raise NotImplementedError(f"print_kernel: {LOWERED_TEXT_SCOPE}")
 
     def tensor_exprs(self) -> list[Expr]:
         """Exprs that produce tensors (scalar arithmetic excluded), as segmenters see them."""

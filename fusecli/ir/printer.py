@@ -4,8 +4,10 @@ Names are assigned here, at print time, never stored in the IR. A ``Namer`` numb
 fusion once, in nvFuser's order of first appearance: tensors ``T0, T1, ...`` (inputs first, then
 each expr's outputs), iteration domains ``iS0, iS1, ...`` (each tensor's domain in order, when the
 tensor is named) and scalars ``i0, d1, ...`` (symbolic extents and non-constant scalars share one
-counter; the prefix is the dtype's). Printing any subset of exprs with the same namer keeps the
-whole fusion's names, as nvFuser's segmenter log does for the segments it considers.
+counter; the prefix is the dtype's). A tensor input takes the numbers nvFuser's ``define_tensor``
+takes, constants it makes included (``Namer._define_tensor``). Printing any subset of exprs with
+the same namer keeps the whole fusion's names, as nvFuser's segmenter log does for the segments
+it considers.
 
 The text of each kind of expr lives in ``printer_exprs``; this module formats values and lays out
 whole fusions::
@@ -78,7 +80,10 @@ class Namer:
         if fusion is None:
             return
         self.global_uids = fusion_global_uids(fusion)
+        made = set()  # the fusion's oneVal and zeroVal, once made
         for value in fusion.inputs:
+            if isinstance(value, TensorView):
+                self._define_tensor(value, made)
             self._visit(value)
         for expr in fusion.exprs:
             for value in (*expr.inputs, *expr.outputs):
@@ -113,6 +118,40 @@ class Namer:
             name = self._scalars[scalar.uid] = f"{prefix}{self._scalar_count}"
             self._scalar_count += 1
         return name
+
+    def _define_tensor(self, tv: TensorView, made: set[str]) -> None:
+        """Take the scalar names nvFuser's ``define_tensor`` takes, in its order.
+
+        Every scalar nvFuser makes takes the next number of one counter, constants included
+        (``IrContainer::registerVal``); constants print as their value, so their numbers show
+        only as gaps. ``TensorViewBuilder::shape`` makes each dimension's size first: a new
+        symbolic extent for -1, the fusion's ``oneVal()``/``zeroVal()`` for 1/0 (made once per
+        fusion), a new constant otherwise. ``build()`` then goes over the dimensions: an
+        expanded one takes ``oneVal()`` as its extent; ``SimplifyingIrBuilder::maybeCastExpr``
+        makes a new constant for a constant size; every IterDomain starts at ``zeroVal()``.
+        So ``define_tensor(shape=[-1])`` names its extent ``i0`` and the zero takes 1: the next
+        scalar defined is ``d2`` (csrc/tensor_view.cpp, csrc/ir/builder.cpp)."""
+        sizes = [d.expanded if d.expanded is not None else d.extent for d in tv.domain]
+
+        def shared(name: str) -> None:
+            if name not in made:
+                made.add(name)
+                self._scalar_count += 1
+
+        for size in sizes:
+            if isinstance(size, int):
+                if size in (0, 1):
+                    shared("zero" if size == 0 else "one")
+                else:
+                    self._scalar_count += 1
+            else:
+                self._visit_extent(size)
+        for domain, size in zip(tv.domain, sizes):
+            if domain.expanded is not None:
+                shared("one")
+            if isinstance(size, int):
+                self._scalar_count += 1
+            shared("zero")
 
     def _visit(self, value: Val) -> None:
         if isinstance(value, TensorView):

@@ -20,6 +20,7 @@ from fusecli.load.convert import convert_file, to_python, to_yaml
 from fusecli.load.embedded import TEXT_SUFFIXES, Extracted, extract_repro
 from fusecli.load.model import LoadedFusion
 from fusecli.load.python import load_python
+from fusecli.load.source_text import decode_source, read_source
 from fusecli.load.yaml_format import load_yaml
 
 SUFFIXES = (".py", ".yaml", ".yml", *TEXT_SUFFIXES)
@@ -62,9 +63,17 @@ def load_path(
     )
 
 
+def runs_code(path: Path) -> bool:
+    """Whether loading ``path`` executes a script (Python, or a repro inside text), which may
+    exit, fork, ignore signals or hang: everything but YAML, whose definition runs in
+    ``load.restricted``, and a path that is no file (its error needs no script to run)."""
+    path = Path(path)
+    return path.suffix.lower() not in (".yaml", ".yml") and path.is_file()
+
+
 def _extracted(path: Path) -> Extracted:
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = decode_source(path.read_bytes(), errors="replace")
     except OSError as exc:
         raise InputError(f"cannot read the file: {exc}", str(path)) from None
     return extract_repro(text, path)
@@ -74,7 +83,7 @@ def _embedded_in_non_python(path: Path) -> Extracted | None:
     """The repro in a ``.py`` file that does not parse (an issue or log saved as .py); None
     for a file that parses, or holds no repro (``load_python`` reports it as it always has)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
     except (OSError, UnicodeDecodeError):
         return None
     try:
@@ -174,7 +183,7 @@ def looks_like_repro(path: Path) -> bool:
     Unreadable files are not."""
     try:
         with path.open("rb") as handle:
-            text = handle.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+            text = decode_source(handle.read(_SNIFF_BYTES), errors="replace")
     except OSError:
         return False
     suffix = path.suffix.lower()
@@ -197,6 +206,7 @@ __all__ = [
     "load_python",
     "load_yaml",
     "looks_like_repro",
+    "runs_code",
     "to_python",
     "to_yaml",
 ]

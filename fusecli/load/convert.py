@@ -145,8 +145,9 @@ def _direct_contiguity(line: str) -> str:
 EXACT_LIMIT = 1 << 20  # elements of one input's storage written out exactly
 
 
-def exact_specs(loaded: LoadedFusion) -> tuple[InputSpec, ...]:
-    """Input specs that store every value (within ``EXACT_LIMIT``), for lossless repros."""
+def exact_specs(loaded: LoadedFusion, limit: int = EXACT_LIMIT) -> tuple[InputSpec, ...]:
+    """Input specs that store every value of an input of at most ``limit`` elements, for
+    lossless repros; a larger input is drawn over the same range from a seed."""
     import torch
 
     from fusecli.load.inputs import storage_span, storage_values, values_storable
@@ -157,7 +158,7 @@ def exact_specs(loaded: LoadedFusion) -> tuple[InputSpec, ...]:
         if isinstance(value, torch.Tensor):
             dtype = str(value.dtype).removeprefix("torch.")
             shape, strides = tuple(value.shape), tuple(value.stride())
-            if storage_span(shape, strides) <= EXACT_LIMIT and values_storable(dtype):
+            if storage_span(shape, strides) <= limit and values_storable(dtype):
                 specs.append(TensorSpec(dtype, shape, strides, values=storage_values(value),
                                         on_cpu=on_cpu))
                 continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ from fusecli.load.inputs import clone_exact
 from fusecli.load.model import LoadedFusion
 from fusecli.load.script_tests import ScriptTests, defines_tests, run_script_tests
 from fusecli.load.shim import nvfuser_modules
+from fusecli.load.source_text import read_source
 from fusecli.runtime.bind import bind_inputs
 
 
@@ -185,7 +187,7 @@ def load_python(
     filename = str(path)
     if source is None:
         try:
-            source = path.read_text(encoding="utf-8")
+            source = read_source(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read the script: {exc}", filename) from None
     try:
@@ -217,7 +219,7 @@ def load_python(
             return bool(recorder.captured) and not _raised_by_fusecli(exc)
 
         script_notices = []
-        trailing = _run_guarded(filename, lambda: exec(code, namespace), after_a_fusion)
+        trailing = _run_guarded(filename, lambda: _run_script(code, namespace), after_a_fusion)
         if trailing is not None:
             script_notices.append(f"{trailing}, after its fd.execute call(s): ignored")
         if not recorder.captured and trailing is None and defines_tests(namespace, filename):
@@ -264,9 +266,14 @@ def _run_guarded(
         run()
     except SystemExit as exc:
         if exc.code not in (None, 0):
+            line = user_line(exc, filename)
+            where = f"{filename}:{line}" if line is not None else filename
+            # sys.exit("text") prints the text and exits with status 1, as Python does
+            said = (f"with status {exc.code}" if isinstance(exc.code, int)
+                    else f"with status 1: {exc.code}")
             if tolerate is not None and tolerate(exc):
-                return f"the script exited with status {exc.code}"
-            raise InputError(f"the script exited with status {exc.code}", filename) from None
+                return f"{where}: the script exited {said}"
+            raise InputError(f"the script exited {said}", where) from None
     except Exception as exc:
         line = user_line(exc, filename)
         where = f"{filename}:{line}" if line is not None else filename
@@ -274,6 +281,18 @@ def _run_guarded(
             return f"{where}: the script raised {type(exc).__name__}: {exc}"
         raise_user_error(exc, where)
     return None
+
+
+def _run_script(code: Any, namespace: dict[str, Any]) -> None:
+    """``exec`` the script. A child process the script forked that runs on to its end (or
+    raises) ends there, silently: past the script it would run fusecli's own code a second
+    time, and print a second report or JSON document."""
+    owner = os.getpid()
+    try:
+        exec(code, namespace)
+    finally:
+        if os.getpid() != owner:
+            os._exit(0)
 
 
 def _raised_by_fusecli(exc: BaseException) -> bool:

@@ -3,9 +3,10 @@
 fusecli never installs a top-level ``nvfuser`` package. While ``nvfuser_modules()`` is active,
 importing ``nvfuser`` or ``nvfuser_direct`` (and their ``pytorch_utils``, their version modules
 ``nvfuser.nvfuser_version`` and ``nvfuser_direct.nvfuser_direct_version``, and
-``nvfuser.contrib.nn.normalization``) gives small module objects that hold fusecli's frontend,
-made at the first import as nvFuser's are: importing one while the other is imported warns as
-nvFuser does ("Be careful! ..."). On exit the previous entries come back, so a real nvFuser,
+``nvfuser.contrib.nn.normalization``) gives small module objects that hold fusecli's frontend
+and nvFuser's scheduling enums (``fusecli.frontend.enums``), made at the first import as
+nvFuser's are: importing one while the other is imported warns as nvFuser does ("Be careful!
+..."). On exit the previous entries come back, so a real nvFuser,
 imported or not, stays untouched.
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 import torch
 
 import fusecli.frontend as frontend
+from fusecli.frontend import enums
 from fusecli.frontend.version import NvfuserVersion, Version
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
@@ -97,6 +99,13 @@ def shim_module(name: str) -> types.ModuleType:
         from fusecli.frontend.direct import DirectFusionDefinition
 
         module.FusionDefinition = DirectFusionDefinition
+        for key, value in {**enums.direct_enums(), **enums.direct_placeholders()}.items():
+            setattr(module, key, value)
+        for key, scope in enums.DIRECT_SCOPE_MODULES.items():
+            setattr(module, key, enums.ScopeModule(f"{name}.{key}", scope))
+    else:
+        for key, value in enums.legacy_enums().items():
+            setattr(module, key, value)
     module.__path__ = []  # a package, so that ``import nvfuser.pytorch_utils`` is understood
     module.__version__ = frontend.version()
     _submodule(module, VERSION_MODULES[name], __version__=module.__version__,

@@ -23,6 +23,7 @@ from fusecli.load.devices import resolve_device
 from fusecli.load.inputs import InputSpec, make_input
 from fusecli.load.model import LoadedFusion
 from fusecli.load.restricted import run_definition
+from fusecli.load.source_text import read_source
 from fusecli.load.yaml_inputs import (
     FieldError,
     FieldPath,
@@ -59,7 +60,7 @@ def load_yaml(path: str | Path, *, device: str = "auto", seed: int = 0) -> list[
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the file: {exc}", str(path)) from None
     documents = parse_documents(text, str(path), seed=seed)
@@ -112,7 +113,9 @@ def parse_documents(text: str, filename: str, *, seed: int = 0) -> list[FusionDo
             documents.append(_document(data, node, seed))
         except FieldError as exc:
             where = f"{filename}:{_line_of(node, exc.path)}"
-            raise InputError(f"{field_path(exc.path)}: {exc.message}", where) from None
+            field = field_path(exc.path)  # empty for the document itself
+            raise InputError(f"{field}: {exc.message}" if field else exc.message,
+                             where) from None
     if not documents:
         raise InputError("no fusion document in this file", filename)
     return documents
@@ -148,6 +151,8 @@ def _compose(text: str, filename: str) -> list[tuple[Any, yaml.Node]]:
         where = f"{filename}:{mark.line + 1}" if mark is not None else filename
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(f"not valid YAML: {problem}", where) from None
+    except RecursionError:  # [[[[...]]]] nested deeper than the parser's recursion goes
+        raise InputError("not valid YAML: nested too deeply", filename) from None
     finally:
         loader.dispose()
     return found

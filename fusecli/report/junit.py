@@ -3,7 +3,9 @@
 One ``testsuite`` named ``fusecli``; one ``testcase`` per fusion (``classname`` the file,
 ``name`` the fusion); a mismatch is a ``failure`` and an error an ``error``, each with the
 one-line summary as ``message`` and the details as text. Failures of one signature share it
-in ``type``, so CI views can group them.
+in ``type``, so CI views can group them. Every name, path and message goes through
+``xml_text``: a control character or a byte of a file name that is not UTF-8 would make the
+file invalid XML.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from fusecli.app.pipeline import FusionOutcome, RunReport
+from fusecli.textsafe import xml_text
 
 
 def junit_xml(report: RunReport, suite: str = "fusecli") -> str:
@@ -42,7 +45,8 @@ def write_junit(report: RunReport, path: str | Path, suite: str = "fusecli") -> 
 
 def _testcase(outcome: FusionOutcome, signature: str | None) -> ET.Element:
     case = ET.Element("testcase", {
-        "classname": outcome.path, "name": outcome.name, "time": f"{outcome.seconds:.3f}",
+        "classname": xml_text(outcome.path), "name": xml_text(outcome.name),
+        "time": f"{outcome.seconds:.3f}",
     })
     if outcome.status == "pass":
         return case
@@ -53,11 +57,12 @@ def _testcase(outcome: FusionOutcome, signature: str | None) -> ET.Element:
         if not diff.ok:
             lines.append(f"output {index}: {diff.summary()}")
     tag = "failure" if outcome.status == "mismatch" else "error"
-    element = ET.SubElement(case, tag, {"message": lines[1] if len(lines) > 1 else lines[0],
-                                        "type": signature or outcome.status})
-    element.text = "\n".join(lines)
+    message = lines[1] if len(lines) > 1 else lines[0]
+    element = ET.SubElement(case, tag, {"message": xml_text(message),
+                                        "type": xml_text(signature or outcome.status)})
+    element.text = xml_text("\n".join(lines))
     if outcome.notices:
-        ET.SubElement(case, "system-out").text = "\n".join(outcome.notices)
+        ET.SubElement(case, "system-out").text = xml_text("\n".join(outcome.notices))
     if outcome.detail:
-        ET.SubElement(case, "system-err").text = outcome.detail
+        ET.SubElement(case, "system-err").text = xml_text(outcome.detail)
     return case

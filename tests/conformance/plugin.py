@@ -9,8 +9,9 @@ extracted outside this repository. For the whole session:
   test utilities make (``torch.cuda.is_available``, ``get_device_properties``,
   ``get_device_capability``) answer as an H200 (sm_90) would, so that the tests run instead of
   skipping themselves;
-- tests outside fusecli's scope are skipped with a listed reason (``OUT_OF_SCOPE``), decided
-  from the test's own source;
+- tests outside fusecli's scope are skipped with a listed reason (``scope.OUT_OF_SCOPE``),
+  decided from the test's own source, and so are tests whose own reference is wrong or fails
+  on this host's torch (``scope.WRONG_REFERENCE``);
 - each test has a time limit; every outcome is written as one JSON line to
   ``$FUSECLI_CONFORMANCE_LOG``, which ``run.py`` tallies.
 """
@@ -21,59 +22,14 @@ import contextlib
 import inspect
 import json
 import os
-import re
 import signal
 from types import SimpleNamespace
 
 import pytest
 import torch
+from scope import OUT_OF_SCOPE, WRONG_REFERENCE  # tests/conformance/scope.py, on PYTHONPATH
 
 TIME_LIMIT_S = 60
-
-# (reason, pattern in the test's source or node id): out of fusecli's scope, skipped.
-OUT_OF_SCOPE = (
-    ("user schedules (fd.sched, schedule())",
-     re.compile(r"\bfd\.sched\b|def schedule\(|\.sched\.|definition_op_in_schedule")),
-    ("multi-GPU (multidevice, DTensor, mesh)",
-     re.compile(r"multidevice|DeviceMesh|\bmesh\b|dtensor")),
-    ("Blackwell-only (nvfp4, mxfp8, cutlass)",
-     re.compile(r"nvfp4|mxfp8|cutlass|is_pre_blackwell\(\)")),
-    ("profiling (FusionProfiler, CUPTI)",
-     re.compile(r"FusionProfiler|PythonProfiler|profile\(|profile=True|cupti", re.I)),
-    ("JAX", re.compile(r"\bjax\b")),
-    ("CUDA streams and graphs", re.compile(r"torch\.cuda\.Stream|CUDAGraph|cuda\.graph")),
-)
-
-
-
-def _torch_instance_norm_backward_is_wrong() -> bool:
-    """torch 2.13's CPU kernel: InstanceNorm3d's input gradient for a channels_last_3d batch
-    of one is off by ~13 against the float64 formula (a batch of two, or contiguous, is right).
-    nvFuser's test_instance_norm takes it as its reference; asked, not assumed, so a torch
-    that fixes it runs the tests again."""
-    torch.manual_seed(0)
-    x = torch.rand((1, 3, 2, 2, 2), dtype=torch.float64).to(memory_format=torch.channels_last_3d)
-    x.requires_grad = True
-    g = torch.randn_like(x)
-    torch.nn.InstanceNorm3d(3, dtype=torch.float64)(x).backward(g)
-    xd = x.detach()
-    mean = xd.mean(dim=(2, 3, 4), keepdim=True)
-    invstd = (xd.var(dim=(2, 3, 4), unbiased=False, keepdim=True) + 1e-5).rsqrt()
-    x_hat = (xd - mean) * invstd
-    formula = invstd * (g - g.mean(dim=(2, 3, 4), keepdim=True)
-                        - x_hat * (g * x_hat).mean(dim=(2, 3, 4), keepdim=True))
-    return not torch.allclose(x.grad, formula, atol=1e-9)
-
-
-# (reason, pattern on the node id, probe): the test's own reference is wrong on this host's
-# torch (the probe shows it, each session), so its verdict says nothing of fusecli: skipped.
-WRONG_REFERENCE = (
-    ("the test's reference is wrong on torch's CPU kernel (InstanceNorm3d backward, "
-     "channels_last_3d, batch 1, several channels)",
-     re.compile(r"test_instance_norm\[.*training=True.*memory_format=channels_last-"
-                r"batch_size=1-channel_size=(?!1-)\d+"),
-     _torch_instance_norm_backward_is_wrong),
-)
 
 _stack = contextlib.ExitStack()
 

@@ -4,6 +4,7 @@
     pip install -e '.[conformance]'      # expecttest and looseversion: its utilities import them
     python tests/conformance/run.py --fuser /tmp/Fuser          # both suites, a table at the end
     python tests/conformance/run.py --fuser /tmp/Fuser --suite direct --json /tmp/direct.json
+    python tests/conformance/run.py --fuser /tmp/Fuser --file test_python_frontend.py  # one file
 
 The suites are read from the clone's git history, never copied into this repository:
 
@@ -15,11 +16,11 @@ The suites are read from the clone's git history, never copied into this reposit
 
 Each suite's ``tests/python`` tree is extracted into a temporary folder and run by pytest with
 ``plugin.py`` (nvFuser mapped to fusecli, CUDA to the CPU, out-of-scope tests skipped by a
-listed reason, a time limit per test, the address space capped). The table counts collected,
-passed, failed (assertion or error), skipped by reason, and "too large" (out of memory on
-inputs sized for an H200: not run here, not in the pass rate); ``--json`` also writes every
-test's outcome and first error line, and the most common failure lines. CI does not run this:
-it needs nvFuser's sources and takes minutes.
+reason listed in ``scope.py``, a time limit per test, the address space capped). The table
+counts collected, passed, failed (assertion or error), skipped by reason, and "too large" (out
+of memory on inputs sized for an H200: not run here, not in the pass rate); ``--json`` also
+writes every test's outcome and first error line, and the most common failure lines. CI does
+not run this: it needs nvFuser's sources and takes minutes.
 """
 
 from __future__ import annotations
@@ -71,13 +72,18 @@ def extract(fuser: Path, rev: str, into: Path) -> None:
     (into / "tests" / "__init__.py").touch()
 
 
-def run_suite(fuser: Path, name: str, head: str, extra: list[str]) -> list[dict]:
+def run_suite(fuser: Path, name: str, head: str, extra: list[str],
+              only: list[str] | None = None) -> list[dict]:
     suite = SUITES[name]
     rev = suite["rev"] or head
     with tempfile.TemporaryDirectory(prefix=f"fusecli-conformance-{name}-") as folder:
         folder = Path(folder)
         extract(fuser, rev, folder)
         files = suite_files(fuser, rev, suite["folder"], suite["also"])
+        if only:
+            files = [f for f in files if Path(f).name in only]
+            if not files:
+                return []
         log = folder / "outcomes.jsonl"
         env = dict(os.environ, FUSECLI_CONFORMANCE_LOG=str(log),
                    PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), str(folder / "tests")]))
@@ -141,12 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", default="HEAD", help="the revision of the direct suite")
     parser.add_argument("--json", type=Path, help="write every outcome and the tallies here")
     parser.add_argument("-k", help="only tests matching this pytest expression")
+    parser.add_argument("--file", action="append", dest="files", metavar="NAME",
+                        help="only this test file of each suite, by its name "
+                             "(test_python_frontend.py); repeatable")
     args = parser.parse_args(argv)
     extra = ["-k", args.k] if args.k else []
     names = list(SUITES) if args.suite == "all" else [args.suite]
     results = {}
     for name in names:
-        outcomes = run_suite(args.fuser, name, args.rev, extra)
+        outcomes = run_suite(args.fuser, name, args.rev, extra, args.files)
         results[name] = {"tally": tally(outcomes), "outcomes": outcomes}
     print(f"\n{'suite':8} {'collected':>9} {'ran':>5} {'passed':>6} {'failed':>6} "
           f"{'skipped':>7} {'too large':>9} {'pass %':>7}")
