@@ -15,6 +15,11 @@ floats, with one synchronize after 1,000 calls: the median of 5 rounds, the engi
 turns. Memory: fusecli's device memory and host RSS
 before and after 10,000 warm calls. ``--corpus`` adds ``tests/nvfuser_corpus/`` (LLM-block
 shapes). Without nvfuser_direct the other columns run and the table says so.
+
+``--population N --seed S`` measures a random population of memory-bound fusions instead
+(``population.py``, ``population_bench.py``): geometric mean, distribution, and the ten worst
+with their segments and why they are slow. It needs CUDA and nvFuser and exits 4 naming what
+is missing; ``--dry-run`` only draws and prints the population, on any machine.
 """
 
 from __future__ import annotations
@@ -352,7 +357,21 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true",
                         help="add device-only GB/s (kernel durations from torch's profiler) "
                              "and list each call's kernels")
+    parser.add_argument("--population", type=int, metavar="N",
+                        help="measure N random memory-bound fusions instead of the table")
+    parser.add_argument("--seed", type=int, default=0, help="the population's seed")
+    parser.add_argument("--min-elements", type=int, default=1 << 25,
+                        help="elements of each large tensor of the population (2^25)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --population: draw and print it, measure nothing")
     args = parser.parse_args()
+    if args.population is not None:
+        sys.modules.setdefault("vs_nvfuser", sys.modules[__name__])  # one copy of this module
+        from population_bench import run_population
+
+        return run_population(args)
+    if args.dry_run:
+        parser.error("--dry-run goes with --population")
     if not torch.cuda.is_available():
         print("vs_nvfuser: needs a GPU", file=sys.stderr)
         return 4

@@ -34,7 +34,9 @@ def check_segmentation(given, segmented) -> None:
     that fusion inputs or earlier segments provide: the segment graph is acyclic.
 
     The exprs are those of the fusion segmented: ``given`` after the pre-segmentation passes,
-    which only insert segment_sets (a user of a copy keeps its op and outputs)."""
+    which insert copies (segment_set; segment_set + set before an in-place update) and fills
+    (``full``, RemoveEmptyPass) and drop empty inputs of a cat (a cat of one is a set); a user
+    of a copy keeps its op and outputs."""
     assert segmented.ok, segmented.failure
     fusion = segmented.fusion
     added = _live_tensor_exprs(fusion) - _live_tensor_exprs(given)
@@ -42,9 +44,9 @@ def check_segmentation(given, segmented) -> None:
     for expr in fusion.exprs:
         if expr.uid in added and any(o.uid in given_outputs for o in expr.outputs):
             original = next(e for e in given.exprs if e.outputs == expr.outputs)
-            assert original.op is expr.op, "a rewrite changed an op"
+            assert expr.op in _REWRITES.get(original.op, {original.op}), "a rewrite changed an op"
         elif expr.uid in added:
-            assert expr.op is OpType.segment_set, "a rewrite added an op other than a copy"
+            assert expr.op in _ADDED, "a rewrite added an op other than a copy or a fill"
     placed = collections.Counter(e.uid for s in segmented.segments for e in s.exprs)
     live = _live_tensor_exprs(fusion)
     assert set(placed) == live, "a live expr is in no segment, or a dead one in some"
@@ -57,6 +59,10 @@ def check_segmentation(given, segmented) -> None:
             assert value.uid in available, f"segment {segment.id} reads a later value"
         available |= {o.uid for e in segment.exprs for o in e.outputs}
     assert all(o.value.uid in available for o in fusion.outputs)
+
+
+_ADDED = frozenset({OpType.segment_set, OpType.set, OpType.full})
+_REWRITES = {OpType.cat: {OpType.cat, OpType.set}}  # RemoveEmptyPass: empty inputs dropped
 
 
 def _live_tensor_exprs(fusion) -> set[int]:

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from fusecli.app.judge import reduction_sizes
 from fusecli.compare import compare_tensors, tolerance_for
 from fusecli.ir import dtype as dt
+from fusecli.ir.optype import OpKind
 from fusecli.load.inputs import clone_exact
 from fusecli.reference import run_reference
 from fusecli.runtime import execute_fusion
@@ -61,11 +62,11 @@ def test_float64_reference_keeps_shapes_and_is_close(case):
 
 def _rounds_midway(fusion) -> bool:
     """A value rounded to a narrower floating type that other exprs read: a cast down, or an
-    op whose result is narrower than the float32 it computes in (a bf16 matmul or linear,
-    whose output a later op upcasts)."""
+    op whose result is narrower than the float32 it computes in (a bf16 matmul or linear, a
+    reduction of bf16 that accumulates in float32, whose output a later op upcasts)."""
     read = {v.uid for e in fusion.exprs for v in e.inputs}
     for expr in fusion.exprs:
-        if expr.op.value in ("matmul", "linear"):
+        if expr.op.value in ("matmul", "linear") or expr.op.kind is OpKind.REDUCTION:
             out = expr.output
             if dt.is_reduced_float(out.dtype) and out.uid in read:
                 return True

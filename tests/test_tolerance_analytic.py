@@ -152,6 +152,7 @@ def test_rsqrt_off_by_a_few_percent_fails_analytic_and_passes_loose(monkeypatch,
 
 def test_cli_tolerance_option(monkeypatch) -> None:
     _plant_rsqrt(monkeypatch, 1.05)
+    monkeypatch.setenv("FUSECLI_IN_PROCESS", "1")  # the planted fault lives in this process
     runner = CliRunner()
 
     def bf16_output_ok(*extra: str) -> tuple[int, bool]:

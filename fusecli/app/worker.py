@@ -30,7 +30,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,8 +329,10 @@ def main(argv: list[str]) -> None:
         channel.write(_HEADER.pack(len(payload)) + payload)
         channel.flush()
 
+    from fusecli.app import worker_tasks as tasks
+
     if request["task"] == "run":
-        outcomes = _run(request["path"], request["options"], send)
+        outcomes = tasks.run(request["path"], request["options"], send)
         try:
             send("result", outcomes)
         except Exception as error:  # an outcome that does not pickle: a fusecli bug
@@ -341,7 +342,7 @@ def main(argv: list[str]) -> None:
             send("result", [internal_error_outcome(str(path), path.stem, error)])
     elif request["task"] == "explain":
         send("phase", str(request["path"]))
-        entries = _explain(request["path"], request["options"])
+        entries = tasks.explain(request["path"], request["options"])
         try:
             send("result", entries)
         except Exception as error:  # an outcome that does not pickle: a fusecli bug
@@ -351,76 +352,13 @@ def main(argv: list[str]) -> None:
             send("result", [FileFailure(request["path"], message, PipelineError.exit_code)])
     elif request["task"] == "convert":
         send("phase", str(request["path"]))
-        send("result", _convert(request))
+        send("result", tasks.convert(request))
     else:
-        send("result", _direct_script(request["path"], request["name"], request["options"]))
+        send("result", tasks.direct_script(request["path"], request["name"], request["options"]))
     channel.close()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # reported: what native libraries do at exit cannot change the result
-
-
-def _run(path: Path, options: RunOptions, send: Callable[[str, Any], None]) -> list[Any]:
-    from fusecli.app.pipeline import run_file
-
-    try:
-        return run_file(path, options, on_phase=lambda where: send("phase", where))
-    except BaseException as error:  # KeyboardInterrupt, SystemExit: the script's own
-        return [
-            FusionOutcome(
-                path=str(path), name=path.stem, status="error",
-                error=f"the script raised {type(error).__name__}"
-                + (f": {error}" if str(error) else ""),
-                exit_code=PipelineError.exit_code,
-                detail="".join(traceback.format_exception(error)),
-            )
-        ]
-
-
-def _explain(path: Path, options: ExplainOptions) -> list[Any]:
-    from fusecli.app.explain import FileFailure, explain_file
-    from fusecli.app.pipeline import time_limit
-
-    try:
-        with time_limit(options.timeout, str(path)):
-            return explain_file(path, options)
-    except BaseException as error:  # KeyboardInterrupt, SystemExit: the script's own
-        message = f"the script raised {type(error).__name__}" + (f": {error}" if str(error) else "")
-        detail = "".join(traceback.format_exception(error))
-        return [FileFailure(path, message, PipelineError.exit_code, detail)]
-
-
-def _convert(request: dict[str, Any]) -> tuple[str, Any]:
-    """("text", the converted text) or ("error", (message, exit code))."""
-    from fusecli.app.pipeline import time_limit
-    from fusecli.errors import FusecliError
-    from fusecli.load.convert import convert_file
-
-    path = request["path"]
-    try:
-        with time_limit(request["timeout"], str(path)):
-            return "text", convert_file(path, request["output"], to=request["to"],
-                                        force=request["force"])
-    except FusecliError as error:
-        return "error", (str(error), error.exit_code)
-    except BaseException as error:  # KeyboardInterrupt, SystemExit: the script's own
-        message = f"the script raised {type(error).__name__}" + (f": {error}" if str(error) else "")
-        return "error", (f"{path}: {message}", PipelineError.exit_code)
-
-
-def _direct_script(path: Path, name: str, options: RunOptions) -> tuple[str, str]:
-    from fusecli.app.pipeline import time_limit
-    from fusecli.engines.nvfuser import direct_script
-    from fusecli.load import load_path
-
-    try:
-        with time_limit(options.timeout, str(path)):
-            loaded = load_path(path, device=options.device, seed=options.seed,
-                               all_calls=options.all_calls)
-            fusion = next(f for f in loaded if f.name == name)
-            return "script", direct_script(fusion)
-    except BaseException as error:
-        return "error", f"{type(error).__name__}: {error}"
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ feeds the single output, so the planted op's error always reaches it.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,15 +58,22 @@ class RandomFusion:
     ops: tuple[str, ...]  # the fd.ops names called, in order of first use
 
 
-def fuzz_fusion(seed: int, max_ops: int = 20, device: str = "cpu") -> RandomFusion:
+SizeDraw = Callable[[random.Random], tuple[int, ...]]
+
+
+def fuzz_fusion(
+    seed: int, max_ops: int = 20, device: str = "cpu", sizes: SizeDraw | None = None
+) -> RandomFusion:
     """A random fusion over every op family, valid by construction; the same for one seed.
 
     Inputs are made on the CPU (the same values everywhere) and moved to ``device`` with
-    their strides, stride-0 expansions included."""
+    their strides, stride-0 expansions included. ``sizes`` draws the base shape the inputs
+    share (by default small ones, zero-size and size-1 dimensions included; a benchmark draws
+    memory-bound ones)."""
     rng = random.Random(seed)
     generator = torch.Generator().manual_seed(seed)
     inputs: list[object] = []
-    sizes = _base_sizes(rng)
+    sizes = (sizes or _base_sizes)(rng)
     fd = FusionDefinition()
     with fd:
         def add_input(shape: tuple[int, ...], dtype: DataType, layout: str = "contiguous"):

@@ -17,6 +17,7 @@ an input is transposed in memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +27,7 @@ from fusecli.codegen.inner_outer import build_inner_outer
 from fusecli.codegen.kernel import ArgKind, Kernel, KernelArg, Unsupported, UnsupportedError
 from fusecli.codegen.reduction import build_reduction
 from fusecli.codegen.transpose import build_tiled_pointwise, build_transpose
+from fusecli.codegen.views import split_outputs
 from fusecli.ir import dtype as dt
 from fusecli.ir.optype import OpKind
 from fusecli.segment.heuristics import HeuristicParams, sizes_key
@@ -50,12 +52,15 @@ GENERATORS: dict[str, Generator] = {
 
 
 def generate(
-    segment: Segment, sizes: Sizes, inputs: Sequence[Any], faults: frozenset[str] = frozenset()
+    segment: Segment, sizes: Sizes, inputs: Sequence[Any], faults: frozenset[str] = frozenset(),
+    views: AbstractSet[int] = frozenset(),
 ) -> Kernel | Unsupported:
     """A kernel for ``segment`` specialized to ``sizes`` and the ``inputs`` tensors (in
     ``segment.inputs`` order), or why there is none. ``faults`` (``FUSECLI_INJECT_FAULT``'s
     op names) are rendered wrong in the kernel: elementwise ops and casts, the values a kernel
-    computes in registers; a segment that faults any other op has no kernel."""
+    computes in registers; a segment that faults any other op has no kernel. ``views``: uids
+    of tensors the runtime evaluates as views (``codegen.views``): the kernel does not write
+    those among the segment's outputs, and its ``views`` lists the exprs that make them."""
     if segment.scheduler in ATEN_SCHEDULERS:
         return Unsupported(f"{segment.scheduler} segments run on ATen")
     generator = GENERATORS.get(segment.scheduler)
@@ -67,9 +72,13 @@ def generate(
     unfaultable = _unfaultable(segment, faults)
     if unfaultable is not None:
         return Unsupported(unfaultable)
+    written, evaluated = split_outputs(segment, views)
+    if not written:
+        return Unsupported("every output is a view of another tensor, evaluated by the runtime "
+                           "(nvFuser's markAliases): no kernel to write")
     name = f"fusecli_{segment.scheduler}_s{segment.id}"
     try:
-        ctx = KernelContext(segment, sizes, inputs, faults)
+        ctx = KernelContext(segment, sizes, inputs, faults, written)
         empty = _zero_size_reason(ctx)
         if empty is not None:
             return Unsupported(empty)
@@ -77,7 +86,7 @@ def generate(
         kernel = generator(ctx, name, params)
     except UnsupportedError as error:
         return Unsupported(error.reason)
-    return replace(kernel, params=params.describe(segment.scheduler))
+    return replace(kernel, params=params.describe(segment.scheduler), views=evaluated)
 
 
 _FAULTABLE = frozenset({OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST})

@@ -58,10 +58,14 @@ class KernelContext:
     """One segment being generated: its shapes, its inputs' layouts, the parameters found."""
 
     def __init__(self, segment: Segment, sizes: Sizes, inputs: Sequence[Any],
-                 faults: frozenset[str] = frozenset()) -> None:
+                 faults: frozenset[str] = frozenset(),
+                 outputs: Sequence[TensorView] | None = None) -> None:
         self.segment = segment
         self.faults = faults  # FUSECLI_INJECT_FAULT's op names: rendered wrong
         self.candidate = segment.candidate
+        # The outputs the kernel writes: the segment's, less those the runtime evaluates as
+        # views (``codegen.views``).
+        self.outputs = tuple(segment.outputs if outputs is None else outputs)
         self.sizes = sizes
         if len(inputs) != len(segment.inputs):
             raise ValueError(f"segment {segment.id} has {len(segment.inputs)} tensor inputs, "

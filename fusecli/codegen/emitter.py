@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from fusecli.codegen import cdtypes, gather, render, resize
+from fusecli.codegen import cdtypes, gather, powers, render, resize
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.indexing import (
     LANE,
@@ -228,12 +228,22 @@ class Emitter:
 def _elementwise(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:
     args = [emitter.operand(value, index) for value in expr.inputs]
     compute = expr.inputs[1].dtype if expr.op is OpType.where else expr.inputs[0].dtype
-    expression = render.render(expr.op, args, compute)
+    expression = _constant_power(emitter, expr, args, compute) or render.render(
+        expr.op, args, compute)
     if expr.op.value in emitter.ctx.faults:
         expression = render.injected_fault(expression, out.dtype)
     if expr.op is not OpType.where:
         expression = cdtypes.rounded(out.dtype, expression)
     return emitter.result(out, expression, expr.op.value)
+
+
+def _constant_power(emitter: Emitter, expr: Expr, args: list[str], compute: DataType,
+                    ) -> str | None:
+    """``pow`` by a constant exponent as products or roots (``codegen.powers``), else None."""
+    if expr.op is not OpType.pow or not isinstance(expr.inputs[1], Scalar):
+        return None
+    exponent = emitter.ctx.constant_of(expr.inputs[1], compute)
+    return powers.lowered_power(args[0], exponent, compute)
 
 
 def _cast(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:

@@ -56,7 +56,7 @@ def build_inner_outer(ctx: KernelContext, name: str, plan: ReductionParams) -> K
         if _depends_on(ctx, a.expr.inputs[0], outer_values):
             raise UnsupportedError(f"{ctx.name(a.expr.outputs[0])} reads a sum over the rows")
     outputs, columns = _classify(ctx, plan, reference, outer_values)
-    cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
+    cdtypes.require((*ctx.segment.inputs, *ctx.outputs))
     grid = max(1, min(-(-plan.rows // plan.rows_per_block), plan.max_blocks))
     partials = grid * plan.rows_per_block
     emitter = Emitter(ctx, IndexSpace(), plan.vectorize)
@@ -106,7 +106,7 @@ def _classify(ctx: KernelContext, plan: ReductionParams, reference: TensorView,
     rows = {p for p in plan.row_dims if shape[p] > 1}
     elements = {p for p in plan.reduced_dims if shape[p] > 1}
     outputs, columns = [], []
-    for tensor in ctx.segment.outputs:
+    for tensor in ctx.outputs:
         positions = loop_positions(ctx, tensor, reference, by_size=True)
         mapped = {p for p in positions or () if p is not None}
         late = _depends_on(ctx, tensor, outer_values)

@@ -61,6 +61,9 @@ class Kernel:
     args: tuple[KernelArg, ...]
     heuristics: str  # the launch plan the generator made, in words
     params: str = ""  # the scheduler's heuristic parameters it was made from
+    # Segment outputs the kernel does not write: the exprs (meta ops, in order) the runtime
+    # evaluates after it, on ATen, to make them views of what the kernel has (codegen.views)
+    views: tuple[Expr, ...] = ()
 
     def describe(self) -> str:
         """Launch parameters, the scheduler's parameters and the generator's plan, one line

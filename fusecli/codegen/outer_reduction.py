@@ -50,8 +50,8 @@ def build_outer_reduction(ctx: KernelContext, name: str, plan: ReductionParams,
             or any(a.pass_number != (1 if a.kind == "m2" else 0) for a in found)
             or any(full and _after_reduction(ctx, t) for t, _, full in outputs)):
         return None
-    cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
-    moved = [t for t in (*ctx.segment.inputs, *ctx.segment.outputs)
+    cdtypes.require((*ctx.segment.inputs, *ctx.outputs))
+    moved = [t for t in (*ctx.segment.inputs, *ctx.outputs)
              if ctx.numel(t) == ctx.numel(reference)] or list(ctx.segment.inputs)
     lanes = vector_width(widest_vector(moved), shape[kept[-1]] if kept else 1)
     shared = sum(lanes * _bytes(a) for a in found) + 8 * any(a.kind == "m2" for a in found)

@@ -84,7 +84,7 @@ def _domain_positions(tensor: TensorView) -> list[int]:
 
 
 def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
-    outputs = sorted(ctx.segment.outputs, key=lambda t: -ctx.numel(t))
+    outputs = sorted(ctx.outputs, key=lambda t: -ctx.numel(t))
     nests: list[Nest] = []
     pending = list(outputs)
     while pending:
@@ -98,7 +98,7 @@ def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
                 covered.append((tensor, positions))
             else:
                 rest.append(tensor)
-        cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
+        cdtypes.require((*ctx.segment.inputs, *ctx.outputs))
         lanes = params.vector_width(shape[-1] if shape else 1)
         nests.append(Nest(shape, tuple(covered), lanes))
         pending = rest

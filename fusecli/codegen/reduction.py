@@ -86,7 +86,7 @@ def _check_rows(ctx: KernelContext, reference: TensorView, plan: ReductionParams
                 f"the reductions of segment {ctx.segment.id} do not share one row structure"
             )
     if plan.inner:
-        cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
+        cdtypes.require((*ctx.segment.inputs, *ctx.outputs))
 
 
 def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: ReductionParams,
@@ -96,7 +96,7 @@ def _classify_outputs(ctx: KernelContext, reference: TensorView, plan: Reduction
     row_dims = {p for p in plan.row_dims if shape[p] > 1}
     all_dims = {p for p, size in enumerate(shape) if size > 1}
     found = []
-    for tensor in ctx.segment.outputs:
+    for tensor in ctx.outputs:
         positions = loop_positions(ctx, tensor, reference, by_size=True)
         mapped = {p for p in positions or () if p is not None}
         if positions is not None and mapped == all_dims:

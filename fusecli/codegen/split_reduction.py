@@ -105,13 +105,13 @@ def build_split_reduction(ctx: KernelContext, name: str, plan: ReductionParams,
         return None
     shape = ctx.shape(reference)
     reduced = [d for d in plan.reduced_dims if shape[d] > 1]
-    moved = [t for t in (*ctx.segment.inputs, *ctx.segment.outputs)
+    moved = [t for t in (*ctx.segment.inputs, *ctx.outputs)
              if ctx.numel(t) == ctx.numel(reference)] or list(ctx.segment.inputs)
     lanes = vector_width(widest_vector(moved), shape[reduced[-1]] if reduced else 1)
     split = split_tiling(plan.rows, plan.row_size, lanes)
     if split is None:
         return None
-    cdtypes.require((*ctx.segment.inputs, *ctx.segment.outputs))
+    cdtypes.require((*ctx.segment.inputs, *ctx.outputs))
     emitter = Emitter(ctx, IndexSpace(), lanes)
     _Body(emitter, ctx, plan, reference, split, found).emit(outputs)
     vectors = plan.row_size // lanes

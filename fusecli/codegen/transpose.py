@@ -82,7 +82,7 @@ def _tile_bytes(staged, tile: int) -> int:
 
 
 def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
-    outputs = sorted(ctx.segment.outputs, key=lambda t: -ctx.numel(t))
+    outputs = sorted(ctx.outputs, key=lambda t: -ctx.numel(t))
     reference = outputs[0]
     shape = ctx.shape(reference)
     needed = {p for p, size in enumerate(shape) if size > 1}

@@ -126,11 +126,13 @@ def log_tree(outcome: ExplainOutcome) -> Tree:
             node.add(Text(f"not considered: {entry.skipped}", style="dim"))
         for verdict in entry.verdicts:
             if verdict.accepted:
-                node.add(Text(f"{verdict.scheduler}: accepted", style="bold green"))
+                line = node.add(Text(f"{verdict.scheduler}: accepted", style="bold green"))
             else:
                 stage = f"  ({verdict.stage})" if verdict.stage == "run time" else ""
-                node.add(Text.assemble((f"{verdict.scheduler}: ", "red"), verdict.reason,
-                                       (stage, "dim")))
+                line = node.add(Text.assemble((f"{verdict.scheduler}: ", "red"),
+                                              verdict.reason, (stage, "dim")))
+            if verdict.hardware:
+                line.add(Text(verdict.hardware, style="yellow"))
     return tree
 
 
@@ -190,6 +192,9 @@ def render_explain(outcomes: list[ExplainOutcome], console: Console, show_log: b
                     f"{s} -> {t} ({namer.tensor_name(v)})" for s, t, v in edges
                 )
                 console.print(Text(f"data flow: {flow}", style="dim"))
+            for segment in segmented.segments:
+                for gpu_note in segment.gpu_notes:
+                    console.print(Text(f"segment {segment.id}: {gpu_note}", style="yellow"))
 
 
 # -- JSON and Graphviz -------------------------------------------------------------------------
@@ -219,6 +224,7 @@ def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
                 "scheduler": verdict.scheduler, "accepted": verdict.accepted,
                 "reason": verdict.reason or None, "stage": verdict.stage or None,
                 "code": verdict.code or None, "evidence": verdict.facts,
+                "depends_on_gpu": verdict.hardware or None,
             })
     failure = segmented.failure
     return {
@@ -235,6 +241,7 @@ def explain_record(outcome: ExplainOutcome) -> dict[str, Any]:
                 "exprs": [e.op.value for e in s.exprs],
                 "inputs": [namer.tensor_name(v) for v in s.inputs],
                 "outputs": [namer.tensor_name(v) for v in s.outputs],
+                "depends_on_gpu": list(s.gpu_notes),
             }
             for s in segmented.segments
         ],

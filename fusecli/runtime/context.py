@@ -38,7 +38,9 @@ class ExecutionContext:
     ``random_offsets`` maps a random expr's uid to its offset in the random stream (its position
     among the fusion's random exprs; see docs/ir.md); ``expr_positions`` maps every expr's uid to
     its position in ``fusion.exprs``; ``faults`` holds the op names whose results are corrupted
-    (``FUSECLI_INJECT_FAULT``); ``extents`` the concrete size of each symbolic input extent.
+    (``FUSECLI_INJECT_FAULT``); ``extents`` the concrete size of each symbolic input extent;
+    ``views`` the uids of tensors the runtime evaluates as views of another (nvFuser's
+    ``AllocationType::Evaluate``, ``segment.output_aliases``): kernels do not write them.
     """
 
     device: Any
@@ -47,6 +49,7 @@ class ExecutionContext:
     expr_positions: Mapping[int, int] = field(default_factory=dict)
     faults: frozenset[str] = frozenset()
     extents: Mapping[SymbolicExtent, int] = field(default_factory=dict)
+    views: frozenset[int] = frozenset()
 
     @staticmethod
     def for_fusion(
@@ -56,6 +59,7 @@ class ExecutionContext:
         seed: int = 0,
         faults: frozenset[str] | None = None,
         extents: Mapping[SymbolicExtent, int] | None = None,
+        views: frozenset[int] = frozenset(),
     ) -> ExecutionContext:
         """A context for one execution of ``fusion``; ``faults`` default to the environment's."""
         if faults is None:
@@ -75,6 +79,7 @@ class ExecutionContext:
             expr_positions=numbering[1],
             faults=faults,
             extents=dict(extents or {}),
+            views=views,
         )
 
     def position(self, expr: Expr) -> int | str:

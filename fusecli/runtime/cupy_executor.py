@@ -18,6 +18,7 @@ kernel so that an asynchronous fault (an illegal address) is reported against it
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,12 +123,13 @@ class CupyExecutor:
             inputs = [env[value.uid] for value in segment.inputs]
         except KeyError:
             return FallbackReason("an input of the segment has not been computed")
-        key = (id(segment.candidate), ctx.faults, *map(_layout_key, inputs))
+        key = (id(segment.candidate), ctx.faults, ctx.views, *map(_layout_key, inputs))
         warm = self._warm.get(key)
         self.last_launch = None
         if warm is not None and warm[0] is segment.candidate:  # the warm path: launch it
             self.last_launch = warm[1]
-            return warm[1](segment, inputs, env, ctx, self), warm[2]
+            outputs = warm[1](segment, inputs, env, ctx, self)
+            return self._with_views(outputs, warm[2], env, ctx), warm[2]
         device = self._device(inputs, ctx)
         if device is None:
             return FallbackReason("the segment's tensors are not on a CUDA device")
@@ -140,18 +142,28 @@ class CupyExecutor:
                 self._warm[key] = (segment.candidate, prepared.launch, prepared.kernel)
             outputs = prepared.launch(segment, inputs, env, ctx, self)
             self.last_launch = prepared.launch
-            return outputs, prepared.kernel
+            return self._with_views(outputs, prepared.kernel, env, ctx), prepared.kernel
         values, outputs = kernel_arguments(prepared.kernel, env, ctx, device, self.poison)
         self._launch(segment, prepared, values, device)
-        return outputs, prepared.kernel
+        return self._with_views(outputs, prepared.kernel, env, ctx), prepared.kernel
+
+    def _with_views(self, outputs: dict[int, torch.Tensor], kernel: Kernel,
+                    env: MutableMapping[int, object], ctx: ExecutionContext,
+                    ) -> dict[int, torch.Tensor]:
+        """``outputs`` and the segment outputs the kernel left to the runtime: views of its
+        inputs or outputs, evaluated with ATen as nvFuser's ExprEvalExecutor does."""
+        if kernel.views:
+            self._fallback.run_exprs(kernel.views, ChainMap(outputs, env), ctx)
+        return outputs
 
     def _prepare(self, segment: Segment, env: MutableMapping[int, object], ctx: ExecutionContext,
                  inputs: Sequence[Any], device: torch.device) -> Prepared | FallbackReason:
-        key = (id(segment.candidate), device.index, ctx.faults, *map(_layout_key, inputs))
+        key = (id(segment.candidate), device.index, ctx.faults, ctx.views,
+               *map(_layout_key, inputs))
         cached = self._prepared.get(key)
         if cached is not None and cached[0] is segment.candidate:
             return cached[1]
-        kernel = generate(segment, EnvironmentSizes(ctx, env), inputs, ctx.faults)
+        kernel = generate(segment, EnvironmentSizes(ctx, env), inputs, ctx.faults, ctx.views)
         if isinstance(kernel, Unsupported):
             prepared: Prepared | FallbackReason = FallbackReason(kernel.reason)
         else:

@@ -78,7 +78,7 @@ class SegmentRunner:
         self.bindings = bindings if bindings is not None else bind_inputs(self.fusion, inputs)
         self.ctx = ExecutionContext.for_fusion(
             self.fusion, device=execution_device(self.bindings, device), seed=seed,
-            extents=self.bindings.extents,
+            extents=self.bindings.extents, views=frozenset(self.allocations.evaluated),
         )
         self.env: dict[int, object] = dict(self.bindings.values)
         self.trace = trace
@@ -97,6 +97,8 @@ class SegmentRunner:
                     self.trace.aten(segment.exprs, self.aten)
                 else:
                     self.trace.kernel(segment, outcome.launch, self.executor)
+                    if outcome.kernel is not None:  # the outputs it left as views
+                        self.trace.aten(outcome.kernel.views, self.aten)
         else:  # scalar exprs join the segment: only ATen runs such a mixed expr list
             self.aten.run_exprs(exprs, self.env, self.ctx)
             if self.trace is not None:

@@ -1,8 +1,9 @@
 """Profile-specific rewrites of a fusion before segmentation; each returns a new Fusion.
 
-``pre_segmentation`` runs those a profile has, in nvFuser's order: the 2024 matmul lowering
-(part of the definition then), then MarkAliasesPrepare (``mark_aliases.py``), one of nvFuser's
-pre-segmentation passes (csrc/preseg_passes/pre_segmenter.cpp).
+``pre_segmentation`` runs those a profile has, in nvFuser's order
+(csrc/preseg_passes/pre_segmenter.cpp): the 2024 matmul lowering (part of the definition
+then), RemoveEmptyPass (``remove_empty.py``), SegmentInplaceUpdatePass (``inplace_update.py``),
+MoveGatherPass (``move_gather.py``), then MarkAliasesPrepare (``mark_aliases.py``).
 
 ``nvfuser-2024``: before PR #2175 (May 2024), ``fd.ops.matmul`` built no MatmulOp. It
 broadcast A [.., M, K] to [.., M, K, 1] and B [.., K, N] to [.., 1, K, N], multiplied and summed
@@ -16,14 +17,20 @@ from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Fusion, IterDomain, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.candidate import RuntimeInfo
+from fusecli.segment.inplace_update import segment_inplace_updates
 from fusecli.segment.mark_aliases import mark_aliases_prepare
 from fusecli.segment.move_gather import move_gather
+from fusecli.segment.remove_empty import remove_empty
 from fusecli.segment.rules import RuleProfile
 
 
 def pre_segmentation(fusion: Fusion, profile: RuleProfile, runtime: RuntimeInfo) -> Fusion:
     """``fusion`` as the profile's segmenter sees it (``runtime``: the inputs' sizes)."""
     lowered = lower_for_profile(fusion, profile)
+    if profile.remove_empty:
+        lowered = remove_empty(lowered, runtime)
+    if profile.segment_inplace_update:
+        lowered = segment_inplace_updates(lowered)
     if profile.move_gather:
         lowered = move_gather(lowered)
     if profile.mark_aliases_prepare:

@@ -31,6 +31,9 @@ class Segment:
     scheduler: str
     candidate: Candidate
     params: HeuristicParams | None = field(default=None, compare=False)  # at the sizes known
+    # notes of the verdicts that chose the scheduler where they rest on a GPU query
+    # (hardware.py): the acceptance, and earlier schedulers' run-time rejections
+    gpu_notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def exprs(self) -> tuple[Expr, ...]:

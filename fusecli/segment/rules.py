@@ -65,6 +65,13 @@ class RuleProfile:
     # MoveGatherPass: a take_along_axis moves ahead of the unary op making its lookup tensor
     # (#4399, June 2025; move_gather.py)
     move_gather: bool = True
+    # RemoveEmptyPass with the inputs' sizes: empty cat inputs dropped, reductions and pads of
+    # empty tensors and empty outputs made fills (#543, July 2023; remove_empty.py). Kept off
+    # in the older profiles, whose recorded logs predate fusecli's model of it.
+    remove_empty: bool = False
+    # SegmentInplaceUpdatePass: an in-place update near a broadcast is cut off behind
+    # segment_set + set (#2999, October 2024, for issue #2664; inplace_update.py)
+    segment_inplace_update: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -81,6 +88,8 @@ PROFILES: dict[str, RuleProfile] = {
         common_matmul_check=True,
         description="nvFuser today: MatmulOp/LinearOp run through ATen (expr_eval)",
         mark_aliases_prepare=True,
+        remove_empty=True,
+        segment_inplace_update=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",

@@ -82,6 +82,12 @@ class Segmenter:
         verdicts = self._answers[frozenset(e.uid for e in exprs)][1]
         return verdicts[-1].params if verdicts else None
 
+    def gpu_notes_of(self, exprs: Sequence[Expr]) -> tuple[str, ...]:
+        """Where the scheduler of ``exprs`` (asked before) rests on a GPU query: the notes of
+        its verdicts, one per scheduler (hardware.py)."""
+        verdicts = self._answers[frozenset(e.uid for e in exprs)][1]
+        return tuple(f"{v.scheduler}: {v.hardware}" for v in verdicts if v.hardware)
+
     def _record(self, phase, candidate, verdicts, skipped=None) -> None:
         if self.log is not None:
             self.log.append(LogEntry(len(self.log), phase, candidate, verdicts, skipped))
@@ -100,7 +106,8 @@ class Segmenter:
             if scheduler is not None:
                 candidate = Candidate.of(self.graph, tensor_exprs)
                 params = self.params_of(tensor_exprs)
-                result.segments = [Segment(0, scheduler, candidate, params)]
+                result.segments = [Segment(0, scheduler, candidate, params,
+                                           self.gpu_notes_of(tensor_exprs))]
                 return result
         self._initial_groups(tensor_exprs)
         for group in self.groups.groups:
@@ -332,7 +339,8 @@ class Segmenter:
                 return result
             candidate = self._candidate(group.exprs)
             result.segments.append(Segment(len(result.segments), scheduler, candidate,
-                                           self.params_of(group.exprs)))
+                                           self.params_of(group.exprs),
+                                           self.gpu_notes_of(group.exprs)))
         return result
 
     def _candidate(self, exprs: Sequence[Expr]) -> Candidate:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from fusecli.segment.candidate import Candidate
@@ -32,6 +32,8 @@ class Verdict:
     params: HeuristicParams | None = field(default=None, compare=False)
     code: str = ""
     evidence: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # where the answer rests on what nvFuser asks the GPU (hardware.py): the note saying so
+    hardware: str = field(default="", compare=False)
 
     @staticmethod
     def accept(scheduler: str) -> Verdict:
@@ -49,6 +51,10 @@ class Verdict:
             return Verdict(scheduler, False, why.text, stage, code=why.reason.code,
                            evidence=why.evidence)
         return Verdict(scheduler, False, why, stage)
+
+    def depending_on_gpu(self, note: str) -> Verdict:
+        """This verdict, noted as resting on a device query fusecli answers for an H200."""
+        return replace(self, hardware=note)
 
     @property
     def facts(self) -> dict[str, str]:

@@ -1,9 +1,9 @@
 """no_op (csrc/scheduler/no_op.cpp): segments that launch no kernel.
 
-Accept a segment with no exprs. Reject a reduction over a non-empty dimension
-("reduction of non-zero elements is not supported") and any output with an iteration
-dimension ("output has a concrete dimension"); outputs of only broadcast (or empty) dimensions
-are metadata and accepted.
+Accept a segment with no exprs, or whose every output is empty (Fusion::isNoOp). Reject a
+reduction over a non-empty dimension ("reduction of non-zero elements is not supported") and
+any output with an iteration dimension ("output has a concrete dimension"); outputs of only
+broadcast (or empty) dimensions are metadata and accepted.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ NAME = "no_op"
 
 
 def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-    if not candidate.exprs:
+    if not candidate.exprs or _all_outputs_empty(candidate, ctx):
         return Verdict.accept(NAME)
     fusion = candidate.graph.fusion
     older = ctx.no_op_aliases(fusion)
@@ -46,6 +46,15 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if reason:
         return Verdict.reject(NAME, reason)
     return Verdict.accept(NAME)
+
+
+def _all_outputs_empty(candidate: Candidate, ctx: ScheduleContext) -> bool:
+    """Fusion::isNoOp (csrc/fusion.cpp): every output has a dimension of size 0 (a constant
+    0 after concretization; here, at the inputs' sizes)."""
+    return bool(candidate.outputs) and all(
+        any(ctx.runtime.extent(d.logical_extent) == 0 for d in out.logical)
+        for out in candidate.outputs
+    )
 
 
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:

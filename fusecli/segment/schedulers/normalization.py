@@ -20,6 +20,7 @@ cluster's for a 2-D reduction; projected to the inputs where that saves room) an
 large reduction over too few rows ("not enough blocks"); outer persists across the grid when
 one SM cannot hold 8 x vectorization rows, which needs 4-way vectorization and Welford
 reductions; inner_outer keeps the older bound of one register file per row.
+Every run-time verdict carries a note (``hardware.py``): nvFuser asks the GPU for these limits.
 Heuristics: the reduction kernel's (``heuristics.reduction``); inner_outer's are the rows of
 its inner reduction (``heuristics.inner_outer``).
 """
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from fusecli.ir import dtype as dt
 from fusecli.ir.optype import OpType
-from fusecli.segment import heuristics
+from fusecli.segment import hardware, heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers import common, coverage
@@ -78,11 +79,19 @@ def _inner_outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict
     name = "inner_outer_persistent"
     needed = common.persistent_bytes(candidate, ctx)
     limit = ctx.device.max_persistent_bytes
-    if needed is not None and needed > limit:
+    if needed is None:
+        return Verdict.accept(name)
+    gpu = _gpu_note(name, needed, limit, ctx)
+    if needed > limit:
         rejection = Rejection.of(Reason.PERSISTENT_TOO_LARGE, bytes_per_row=needed,
                                  available=limit)
-        return Verdict.reject(name, rejection, "run time")
-    return Verdict.accept(name)
+        return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
+    return Verdict.accept(name).depending_on_gpu(gpu)
+
+
+def _gpu_note(name: str, needed: int, available: int, ctx: ScheduleContext) -> str:
+    return hardware.note(name, needed, available, "bytes of persistent buffer per row",
+                         ctx.device.name)
 
 
 # Recomputing a buffer with an exp from the inputs pays only above this size per row
@@ -108,17 +117,19 @@ def _inner_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     three_d = any(len(common.reduced_positions(e)) > 1 for e in candidate.reduction_exprs)
     if not three_d and available < needed:
         available *= ctx.device.max_cluster_size
+    gpu = _gpu_note(name, needed, available, ctx)
     if needed > available:
         rejection = Rejection.of(Reason.REGISTERS_ONLY_TOO_LARGE, bytes_per_row=needed,
                                  available=available)
-        return Verdict.reject(name, rejection, "run time")
+        return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
     sms = -(-needed // ctx.device.persistent_register_bytes)
     if sms > ctx.device.sm_count // 2:
-        return Verdict.reject(name, Rejection.of(Reason.OVER_HALF_GPU, sms=sms), "run time")
+        rejection = Rejection.of(Reason.OVER_HALF_GPU, sms=sms)
+        return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
     few = too_few_blocks(candidate, ctx)
     if few:
-        return Verdict.reject(name, few, "run time")
-    return Verdict.accept(name)
+        return Verdict.reject(name, few, "run time").depending_on_gpu(gpu)
+    return Verdict.accept(name).depending_on_gpu(gpu)
 
 
 K_MIN_BDIMX = 8  # normalization_scheduler_utils::PreferredLaunchConfig::kMinBdimx
@@ -141,21 +152,26 @@ def _outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if needed > sm_bytes * ctx.device.sm_count:
         rejection = Rejection.of(Reason.OUTER_PERSISTENT_TOO_LARGE, bytes_per_row=needed,
                                  available=sm_bytes * ctx.device.sm_count)
-        return Verdict.reject(name, rejection, "run time")
+        gpu = _gpu_note(name, needed, sm_bytes * ctx.device.sm_count, ctx)
+        return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
     vectorize = _vectorization(candidate, ctx)
-    required = -(-needed * vectorize * K_MIN_BDIMX // sm_bytes)
+    # the decisive numbers: rows of 8 x vectorization held at once against one SM's registers
+    held = needed * vectorize * K_MIN_BDIMX
+    gpu = _gpu_note(name, held, sm_bytes, ctx)
+    required = -(-held // sm_bytes)
     if required > ctx.device.sm_count // 2:
-        return Verdict.reject(name, Rejection.of(Reason.OVER_HALF_GPU, sms=required),
-                              "run time")
+        rejection = Rejection.of(Reason.OVER_HALF_GPU, sms=required)
+        return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
     if required > 1:  # cross-grid persistence
         if vectorize < 4:
-            return Verdict.reject(name, Rejection.of(Reason.NOT_ENOUGH_VECTORIZED,
-                                                     vectorize=vectorize), "run time")
+            rejection = Rejection.of(Reason.NOT_ENOUGH_VECTORIZED, vectorize=vectorize)
+            return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
         plain = [e for e in candidate.reduction_exprs if e.op not in WELFORD_OPS]
         if plain:
-            return Verdict.reject(name, Rejection.of(
-                Reason.NON_WELFORD_GRID, op=plain[0].op.value, sms=required), "run time")
-    return Verdict.accept(name)
+            rejection = Rejection.of(Reason.NON_WELFORD_GRID, op=plain[0].op.value,
+                                     sms=required)
+            return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
+    return Verdict.accept(name).depending_on_gpu(gpu)
 
 
 def _vectorization(candidate: Candidate, ctx: ScheduleContext) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from fusecli.ir.nodes import TensorView
 from fusecli.ir.optype import OpType
-from fusecli.segment import heuristics
+from fusecli.segment import hardware, heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.dims import DimGraph, innermost_position
 from fusecli.segment.reasons import Reason, Rejection
@@ -57,11 +57,14 @@ def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     if None in sizes:
         return Verdict.accept(NAME)
     threshold = ctx.device.sm_count * TILE * TILE
-    if max(sizes, default=0) < threshold:
-        rejection = Rejection.of(Reason.SMALL_TRANSPOSE, elements=max(sizes, default=0),
+    largest = max(sizes, default=0)
+    gpu = hardware.note(NAME, threshold, largest, "elements needed to fill the SMs",
+                        ctx.device.name)
+    if largest < threshold:
+        rejection = Rejection.of(Reason.SMALL_TRANSPOSE, elements=largest,
                                  threshold=threshold)
-        return Verdict.reject(NAME, rejection, "run time")
-    return Verdict.accept(NAME)
+        return Verdict.reject(NAME, rejection, "run time").depending_on_gpu(gpu)
+    return Verdict.accept(NAME).depending_on_gpu(gpu)
 
 
 # nvFuser's names of the lookups whose indexed dimension must not be innermost

@@ -1,0 +1,75 @@
+"""``benchmarks/vs_nvfuser.py --population``: the population it draws, its dry run, and its
+refusal to measure without CUDA or nvFuser (the measurement itself runs on the GPU machine)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import population  # noqa: E402
+
+from fusecli.bisect import random_fusion  # noqa: E402
+
+SMALL = 1 << 12  # elements per large tensor: a population CI draws in seconds
+
+
+def _script(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCHMARKS / "vs_nvfuser.py"), *arguments],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_dry_run_prints_the_same_population_for_the_same_seed() -> None:
+    arguments = ("--population", "6", "--seed", "5", "--dry-run", "--min-elements", str(SMALL))
+    first, second = _script(*arguments), _script(*arguments)
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0].startswith("population of 6 fusions (seed 5")
+    assert len(lines) == 7 and "gelu_tanh" in lines[1] and "fuzz_" in lines[2]
+    assert first.stdout == second.stdout
+    assert _script("--population", "6", "--seed", "6", "--dry-run", "--min-elements",
+                   str(SMALL)).stdout != first.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="measures on a GPU")
+def test_without_a_gpu_the_measured_run_exits_4_saying_why() -> None:
+    result = _script("--population", "2", "--min-elements", str(SMALL))
+    assert result.returncode == 4
+    assert "needs a CUDA device" in result.stderr and "--dry-run" in result.stderr
+
+
+def test_the_population_covers_every_template_and_the_generator() -> None:
+    members = population.draw(2 * len(population.TEMPLATES), seed=1, min_elements=SMALL)
+    names = [m.name.split(" ", 1)[1] for m in members if m.source == "template"]
+    assert names == [name for name, _ in population.TEMPLATES]
+    generated = [m for m in members if m.source == "generator"]
+    assert len(generated) == len(population.TEMPLATES)
+    assert random_fusion._base_sizes.__module__ == random_fusion.__name__  # given back
+    ops = {e.op.value for m in members for e in m.fd.fusion.exprs}
+    assert {"pow", "slice", "cat", "pad", "permute", "var_mean", "sum", "max"} <= ops
+    assert any(len(m.fd.fusion.outputs) > 1 for m in members)
+
+
+@pytest.mark.parametrize("name", [name for name, _ in population.TEMPLATES])
+def test_templates_are_memory_bound_and_run(name: str) -> None:
+    members = population.draw(2 * len(population.TEMPLATES), seed=2, min_elements=SMALL)
+    (member,) = [m for m in members if m.name.endswith(f" {name}")]
+    inputs = member.make_inputs("cpu")
+    assert population.largest_tensor(inputs) >= SMALL
+    outputs = member.fd.execute(inputs)
+    assert outputs and all(isinstance(out, torch.Tensor) for out in outputs)
+
+
+def test_generated_members_reach_the_size_asked_for() -> None:
+    members = population.draw(8, seed=3, min_elements=SMALL)
+    for member in members:
+        if member.source == "generator":
+            inputs = member.make_inputs("cpu")
+            sizes = [x.numel() for x in inputs if isinstance(x, torch.Tensor)]
+            assert max(sizes) >= SMALL, (member.name, member.summary)
