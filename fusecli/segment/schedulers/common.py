@@ -130,6 +130,16 @@ def _non_unique_broadcast(candidate: Candidate) -> TensorView | None:
     return None
 
 
+def non_unique_broadcast_reason(candidate: Candidate) -> Rejection | None:
+    """registry_utils::hasNonUniqueBcast, which pointwise, reduction and the persistent
+    schedulers (normalization_utils.cpp, checkOpsAndInputs) ask as transpose and resize do:
+    one broadcast meeting two loops of different extents cannot share their loop nest."""
+    multiple = non_unique_broadcast(candidate)
+    if multiple is None:
+        return None
+    return Rejection.of(Reason.NON_UNIQUE_BROADCAST, tensor=candidate.graph.name(multiple))
+
+
 def incompatible_reshapes(candidate: Candidate) -> TensorView | None:
     """A tensor reshaped twice to different shapes: the reshapes cannot share a loop nest."""
     shapes: dict[int, tuple] = {}

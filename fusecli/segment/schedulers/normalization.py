@@ -5,6 +5,8 @@ after a reduction (x in RMSNorm) is read from memory once. ``inner_persistent`` 
 reductions of the innermost dimension (RMSNorm, softmax), ``outer_persistent`` reductions of
 outer dimensions (batch norm style), ``inner_outer_persistent`` both at once. Rules, in order:
 - "needs a reduction op"; "Scheduling not supported with no input"; the memory-promotion rule;
+  a broadcast that meets loops of two extents ("Broadcasting dimension might be broadcasting
+  to multiple sizes.", checkOpsAndInputs);
 - inner and outer: the first reduction's output covers every output ("Output contains ID
   that's not scheduled by reference tv.");
 - the reduction type (inner: the innermost dimension is reduced; outer: it is not; both:
@@ -48,7 +50,8 @@ def persistent(name: str, run_time: Check, same_axes: bool = True) -> Scheduler:
     def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         if common.has_mma(candidate) or not candidate.reduction_exprs:
             return Verdict.reject(name, Reason.NEEDS_REDUCTION)
-        reason = common.reduction_input_reason(candidate, ctx)
+        reason = (common.reduction_input_reason(candidate, ctx)
+                  or common.non_unique_broadcast_reason(candidate))
         if reason:
             return Verdict.reject(name, reason)
         reason = coverage.reference_coverage_reason(candidate, check_inputs=False) \

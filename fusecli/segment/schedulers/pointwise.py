@@ -4,8 +4,11 @@ Compile time: the memory-promotion rule; "no support for reduction ops"; and "ca
 reference tensor" when no output covers every loop of the segment (an output must iterate
 over all iteration dimensions, or the kernel would leave some unscheduled). Loops split or
 merged by a reshape are covered by the reshape's output; the indexed dimension of a lookup
-table (index_select, gather, select) is read by index, not iterated. In the nvfuser-2024 profile an
-MmaOp segment has no reference either (its output carries a reduction).
+table (index_select, gather, select) is read by index, not iterated. Then a broadcast that
+meets loops of two extents: "Broadcasting dimension might be broadcasting to multiple sizes."
+(hasNonUniqueBcast, also asked by reduction and the persistent schedulers). In the
+nvfuser-2024 profile an MmaOp segment has no reference either (its output carries a
+reduction).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         return Verdict.reject(NAME, reason)
     if find_reference(candidate, ctx) is None:
         return Verdict.reject(NAME, Reason.NO_REFERENCE)
+    reason = common.non_unique_broadcast_reason(candidate)
+    if reason:
+        return Verdict.reject(NAME, reason)
     return Verdict.accept(NAME)
 
 

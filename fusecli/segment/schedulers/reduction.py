@@ -5,6 +5,8 @@
 - the memory-promotion rule ("<tv>, input of <op> must be fusion input.");
 - the first reduction's output must cover every input and output (``coverage.py``):
   "Output contains ID that's not scheduled by reference tv.";
+- a broadcast that meets loops of two extents (hasNonUniqueBcast): "Broadcasting dimension
+  might be broadcasting to multiple sizes.";
 - reductions over different axes: "Un-mapped multi-reduction: <a> and <b>";
 - a tensor needed both before and after a reduction belongs to a persistent scheduler:
   "need persistent buffers that reduction scheduler doesn't handle";
@@ -36,6 +38,7 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     reason = (
         common.reduction_input_reason(candidate, ctx)
         or coverage.reference_coverage_reason(candidate, check_inputs=True)
+        or common.non_unique_broadcast_reason(candidate)
         or common.unmapped_reduction_reason(candidate)
     )
     if reason:
