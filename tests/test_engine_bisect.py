@@ -187,6 +187,18 @@ def test_a_crash_repro_draws_large_inputs_instead_of_listing_their_values(tmp_pa
     assert "values not stored" in text and len(text.splitlines()) < 80, len(text.splitlines())
 
 
+def test_a_library_that_does_not_survive_a_fork_sends_questions_to_new_interpreters(tmp_path):
+    """The stand-in fails with a CUDA initialization error in a forked child only: the
+    original, asked again in a new interpreter, answers otherwise, so bisect stops forking,
+    says so, and minimizes the real failure."""
+    done, report = _bisect(tmp_path, "forked:tanh;assert:tanh+sum", "--no-shrink")
+    assert done.returncode == 0, done.stderr
+    assert any("every question now runs in a new interpreter" in n for n in report["notes"])
+    assert "standin_analysis.cpp:187" in report["original"]["location"]
+    assert sorted(report["minimized"]["exprs"]) == ["sum", "tanh"]
+    assert report["minimized"]["verified"]
+
+
 PAD_REPRO = """\
 import torch
 from nvfuser import FusionDefinition, DataType

@@ -63,8 +63,13 @@ def bisect_path(
     )
     tracker.update("reproduce", str(path))
     index, first = _reproduce(path, oracle, _engine_log(out_dir, options))
+    fork_note = _check_forked_questions(path, index, first, oracle)
+    if fork_note:  # the forked answer is not the engine's: ask it again, unforked
+        index, first = _reproduce(path, oracle, _engine_log(out_dir, options))
     report = BisectReport(str(path), path.stem, False, first.verdict, output_dir=out_dir,
                           engine=options.run.engine)
+    if fork_note:
+        report.notes.append(fork_note)
     try:
         _localize(path, index, first, oracle, tracker, options, report)
     finally:
@@ -108,6 +113,21 @@ def _reproduce(path: Path, oracle: Oracle, log_to: Path | None) -> tuple[int, An
         if answer.failing or index + 1 >= count:
             return index, answer
         index += 1
+
+
+def _check_forked_questions(path: Path, index: int, first: Answer, oracle: Oracle) -> str | None:
+    """Another engine's questions run in children forked from a preloaded interpreter; the
+    original is asked once more in a new interpreter, and where the two answers differ (a
+    native library that does not survive the fork), every question goes to a new interpreter."""
+    if oracle.zygotes is None or oracle.options.engine == "fusecli":
+        return None
+    again = oracle.ask(Question(path=path, index=index), fresh=True)
+    if again.verdict.signature == first.verdict.signature:
+        return None
+    oracle.zygotes = None
+    return (f"a forked question answered {first.verdict.summary()[:120]!r} where a new "
+            f"interpreter answers {again.verdict.summary()[:120]!r}: every question now runs "
+            "in a new interpreter (FUSECLI_FORK=0 does so from the start)")
 
 
 def _localize(

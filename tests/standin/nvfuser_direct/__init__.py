@@ -12,7 +12,10 @@ holds every OP named:
   segment";
 - ``wrong``: returns outputs computed with OP wrong (fusecli's fault injection);
 - ``hang``: never returns;
-- ``segfault``: the process dies of SIGSEGV.
+- ``segfault``: the process dies of SIGSEGV;
+- ``forked``: raises a CUDA initialization error in a child forked from a preloaded
+  interpreter (one started with ``python -c``, as bisect's zygotes are), as a native library
+  that does not survive a fork would; a new interpreter runs on.
 
 With ``NVFUSER_DUMP`` naming ``segmented_fusion`` it prints fusecli's segmentation in nvFuser's
 log format on file descriptor 1, as nvFuser does. Tests put ``tests/standin`` first on
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from typing import Any
 
@@ -125,6 +129,8 @@ class FusionDefinition(_FusecliDefinition):
                     time.sleep(1)
             if kind == "segfault":
                 os.kill(os.getpid(), signal.SIGSEGV)
+            if kind == "forked" and sys.argv[:1] == ["-c"]:
+                raise RuntimeError("CUDA error: initialization error")
             if kind == "wrong":
                 return _with_fault(super(), inputs, sorted(ops))
         return super().execute(inputs, *args, **kwargs)
