@@ -63,17 +63,11 @@ def write_plain_repro(
 
 def stores_fewer_values(loaded: Any, limit: int | None) -> bool:
     """Whether a repro written with ``limit`` draws some input that an exact one stores."""
-    import torch
-
-    from fusecli.load.convert import EXACT_LIMIT
-    from fusecli.load.inputs import storage_span
+    from fusecli.load.convert import stores_exactly
 
     if limit is None:
         return False
-    return any(
-        isinstance(x, torch.Tensor) and limit < storage_span(tuple(x.shape), tuple(x.stride()))
-        <= EXACT_LIMIT for x in loaded.inputs
-    )
+    return any(stores_exactly(x) and not stores_exactly(x, limit) for x in loaded.inputs)
 
 
 def expected_outputs(loaded: Any, options: Any) -> list[tuple[int, Any, Any]] | None:

@@ -150,10 +150,11 @@ def minimize(
         return prober.fails(candidates, "minimize", [f"{len(b)} ops" for b in batch])
 
     width = oracle.jobs if oracle.isolate else 1
-    if shrink_sizes and _elements(slicer.build(selection)) > _LARGE:
+    piece = slicer.build(selection)
+    if shrink_sizes and _elements(piece) > _LARGE:
         # every question of a large fusion moves its inputs and computes its reference:
         # smaller sizes first make the many questions of ddmin cheap
-        selection = _shrink(slicer, selection, prober, tracker, width)
+        selection = _shrink(selection, sizes_of(piece), prober, tracker, width)
     for _ in range(_BYPASS_ROUNDS):
         kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
                      width=width, on_step=report)
@@ -166,7 +167,7 @@ def minimize(
         selection = bypassed
     selection = _minimize_outputs(slicer, selection, prober, tracker, oracle)
     if shrink_sizes and not prober.out_of_budget:
-        selection = _shrink(slicer, selection, prober, tracker, width)
+        selection = _shrink(selection, sizes_of(slicer.build(selection)), prober, tracker, width)
     return Minimization(
         selection, slicer.build(selection), prober.steps, prober.flaky, prober.last_passing,
         oracle.queries - asked, time.perf_counter() - started, others=prober.others,
@@ -183,9 +184,8 @@ def _elements(piece: Piece) -> int:
 
 
 def _shrink(
-    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
+    selection: Selection, sizes: list[int], prober: Prober, tracker: Tracker, width: int
 ) -> Selection:
-    sizes = sizes_of(slicer.build(selection))
     tracker.update("shrink", f"sizes {sizes}")
     return shrink(
         selection, sizes,

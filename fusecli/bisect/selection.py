@@ -95,10 +95,11 @@ class Slicer:
         kept += self._scalar_closure(kept)
         kept.sort(key=lambda e: self._position[e.uid])
         produced = {o.uid for e in kept for o in e.outputs}
-        outputs = self._outputs(selection, kept, produced)
+        aliases = self.aliases(selection)
+        outputs = self._outputs(selection, kept, produced, aliases)
         needed: dict[int, Val] = {}
         for expr in kept:
-            for value in self.reads(expr, selection):
+            for value in _reads(expr, aliases):
                 if value.uid not in produced and not _constant(value):
                     needed.setdefault(value.uid, value)
         for output in outputs:
@@ -130,7 +131,8 @@ class Slicer:
         return list(chosen.values())
 
     def _outputs(
-        self, selection: Selection, kept: list[Expr], produced: set[int]
+        self, selection: Selection, kept: list[Expr], produced: set[int],
+        aliases: dict[int, Val],
     ) -> list[FusionOutput]:
         by_uid = {o.value.uid: o for o in self.fusion.outputs}
         if selection.outputs is not None:
@@ -140,7 +142,7 @@ class Slicer:
                     if uid in values]
         outputs = [o for o in self.fusion.outputs if o.value.uid in produced]
         listed = {o.value.uid for o in outputs}
-        read = {v.uid for e in kept for v in self.reads(e, selection)}
+        read = {v.uid for e in kept for v in _reads(e, aliases)}
         for expr in kept:
             for value in expr.tensor_outputs():
                 if value.uid not in read and value.uid not in listed:
@@ -152,20 +154,13 @@ class Slicer:
         """``selection`` without the exprs none of its outputs needs."""
         exprs, _, outputs = self.plan(selection)
         needed = {o.value.uid for o in outputs}
+        aliases = self.aliases(selection)
         keep: set[int] = set()
         for expr in reversed(exprs):
             if any(o.uid in needed for o in expr.outputs):
                 keep.add(expr.uid)
-                needed.update(v.uid for v in self.reads(expr, selection))
+                needed.update(v.uid for v in _reads(expr, aliases))
         return replace(selection, exprs=frozenset(u for u in selection.exprs if u in keep))
-
-    def reads(self, expr: Expr, selection: Selection) -> list[Val]:
-        """The values ``expr`` reads under ``selection``: a bypassed value is its operand."""
-        operands = _operands(expr)
-        if not selection.bypass:
-            return operands
-        aliases = self.aliases(selection)
-        return [aliases.get(v.uid, v) for v in operands]
 
     def aliases(self, selection: Selection) -> dict[int, Val]:
         """Each bypassed value's replacement, chains followed (``a`` for ``cast(neg(a))``)."""
@@ -280,6 +275,12 @@ def _operands(expr: Expr) -> list[Val]:
     for value in expr.inputs:
         found.extend(value.elements if isinstance(value, Vector) else (value,))
     return found
+
+
+def _reads(expr: Expr, aliases: dict[int, Val]) -> list[Val]:
+    """The values ``expr`` reads, a bypassed value replaced by what is read in its place
+    (``aliases``: ``Slicer.aliases`` of the selection)."""
+    return [aliases.get(v.uid, v) for v in _operands(expr)]
 
 
 def _same_form(result: TensorView, result_value: object, operand: TensorView,

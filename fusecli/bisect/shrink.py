@@ -61,34 +61,21 @@ def shrink(
     if fails_many is not None and width > 1:
         return _shrink_in_waves(selection, sizes, fails_many, width)
     try:
-        return _shrink_one_by_one(selection, sizes, fails)
-    except Budget as stopped:
-        return stopped.args[0] if stopped.args else selection
-
-
-def _shrink_one_by_one(
-    selection: Selection, sizes: list[int], fails: Callable[[Selection, str], bool]
-) -> Selection:
-    for size in sizes:
-        current = dict(selection.extents).get(size, size)
-        if current > 1:
-            trial = with_size(selection, size, 1)
-            try:
-                failed = fails(trial, f"size {size} -> 1")
-            except Budget:
-                raise Budget(selection) from None
-            if failed:
-                selection = trial
-                continue
-        new = current // 2
-        while new >= 2:
-            trial = with_size(selection, size, new)
-            try:
+        for size in sizes:  # ``selection`` changes only once a trial has failed as asked
+            current = dict(selection.extents).get(size, size)
+            if current > 1:
+                trial = with_size(selection, size, 1)
+                if fails(trial, f"size {size} -> 1"):
+                    selection = trial
+                    continue
+            new = current // 2
+            while new >= 2:
+                trial = with_size(selection, size, new)
                 if not fails(trial, f"size {size} -> {new}"):
                     break
-            except Budget:
-                raise Budget(selection) from None
-            selection, new = trial, new // 2
+                selection, new = trial, new // 2
+    except Budget:
+        pass  # the smallest failing sizes found so far
     return selection
 
 

@@ -145,24 +145,34 @@ def _direct_contiguity(line: str) -> str:
 EXACT_LIMIT = 1 << 20  # elements of one input's storage written out exactly
 
 
+def stores_exactly(value: object, limit: int = EXACT_LIMIT) -> bool:
+    """Whether a repro lists every value of ``value`` (a tensor whose storage spans at most
+    ``limit`` elements, of a dtype whose values can be written), rather than drawing it."""
+    import torch
+
+    from fusecli.load.inputs import storage_span, values_storable
+
+    if not isinstance(value, torch.Tensor):
+        return False
+    dtype = str(value.dtype).removeprefix("torch.")
+    span = storage_span(tuple(value.shape), tuple(value.stride()))
+    return span <= limit and values_storable(dtype)
+
+
 def exact_specs(loaded: LoadedFusion, limit: int = EXACT_LIMIT) -> tuple[InputSpec, ...]:
     """Input specs that store every value of an input of at most ``limit`` elements, for
     lossless repros; a larger input is drawn over the same range from a seed."""
-    import torch
-
-    from fusecli.load.inputs import storage_span, storage_values, values_storable
+    from fusecli.load.inputs import storage_values
 
     specs = []
     for index, (value, declared) in enumerate(zip(loaded.inputs, loaded.fusion.inputs)):
         on_cpu = isinstance(declared, TensorView) and declared.is_cpu
-        if isinstance(value, torch.Tensor):
+        if stores_exactly(value, limit):
             dtype = str(value.dtype).removeprefix("torch.")
-            shape, strides = tuple(value.shape), tuple(value.stride())
-            if storage_span(shape, strides) <= limit and values_storable(dtype):
-                specs.append(TensorSpec(dtype, shape, strides, values=storage_values(value),
-                                        on_cpu=on_cpu))
-                continue
-        specs.append(spec_for_value(value, index, on_cpu, loaded.where))
+            specs.append(TensorSpec(dtype, tuple(value.shape), tuple(value.stride()),
+                                    values=storage_values(value), on_cpu=on_cpu))
+        else:
+            specs.append(spec_for_value(value, index, on_cpu, loaded.where))
     return tuple(specs)
 
 
