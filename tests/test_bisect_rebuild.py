@@ -278,3 +278,45 @@ def test_a_bypassed_chain_rebuilds_with_the_operands_dtype():
         assert piece.ops.count("cast") == before - 1
         run_reference(piece.loaded.fusion, piece.loaded.inputs)  # and it runs
     assert built >= len(casts) - 2
+
+
+MERGEABLE = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T2 = fd.ops.broadcast(T0, is_broadcast_dim=[True, False, False])
+    T3 = fd.ops.broadcast(T0, is_broadcast_dim=[True, False, False])
+    T4 = fd.ops.exp(T1)
+    T5 = fd.ops.add(T2, T3)
+    T6 = fd.ops.mul(T5, T4)
+    fd.add_output(T6)
+
+fd.execute([torch.randn(3, 4), torch.randn(3, 4)])
+"""
+
+
+def test_merges_join_common_subexpressions_and_inputs_alike(tmp_path):
+    path = tmp_path / "twins.py"
+    path.write_text(MERGEABLE, encoding="utf-8")
+    slicer = _slicer(path)
+    selection = slicer.everything()
+    ops = {e.outputs[0].uid: e.op.value for e in slicer.units}
+    names = {v.uid: f"T{i}" for i, v in enumerate(slicer.fusion.inputs)}
+    pairs = slicer.merges(selection)
+    described = sorted((ops.get(a, names.get(a)), ops.get(b, names.get(b))) for a, b in pairs)
+    # the second broadcast is the first one again; the second input is like the first
+    assert ("T1", "T0") in described and ("broadcast", "broadcast") in described
+    merged = slicer.merge(selection, pairs)
+    piece = slicer.build(merged)
+    assert piece.ops.count("broadcast") == 1 and len(piece.inputs) == 1
+    run_reference(piece.loaded.fusion, piece.loaded.inputs)  # and it runs
+    # a value is only merged into an earlier one: no cycles, whatever subset is applied
+    order = [e.uid for e in slicer.fusion.exprs]
+    producer = {o.uid: e.uid for e in slicer.fusion.exprs for o in e.outputs}
+    for value, replacement in pairs:
+        rank = order.index(producer[value]) if value in producer else -1
+        earlier = order.index(producer[replacement]) if replacement in producer else -1
+        assert earlier <= rank

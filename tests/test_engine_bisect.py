@@ -169,6 +169,43 @@ def test_a_corpus_under_the_engine_clusters_and_attributes_failures_in_one_docum
     assert cluster["attribution"] == "nvfuser", cluster
 
 
+def test_a_wrong_result_in_a_corpus_is_attributed_by_a_plain_script_that_checks_itself(tmp_path):
+    """A mismatch cluster is nvFuser's when the plain script, checking its outputs against
+    fusecli's reference and bounds, fails its check too; without the fault it would pass."""
+    (tmp_path / "a.py").write_text(REPRO, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fusecli", "run", str(tmp_path), "--engine", "nvfuser", "--json"],
+        capture_output=True, text=True, env=_env("wrong:sin"), timeout=600,
+    )
+    document = json.loads(done.stdout)
+    assert [f["status"] for f in document["fusions"]] == ["mismatch"], done.stderr
+    (cluster,) = document["clusters"]
+    assert cluster["attribution"] == "nvfuser", cluster
+    assert cluster["plain"].startswith("wrong result: output 1: "), cluster
+
+
+def test_a_plain_script_checks_the_shape_and_exact_dtypes_of_its_outputs(tmp_path):
+    """An output of another shape, or a bool output with one flipped value, fails the check;
+    the reference's own outputs pass it."""
+    import torch
+
+    from fusecli.app.attribution import NVFUSER, TRANSLATION, attribute_wrong_result
+    from fusecli.app.plain_repro import _check_source
+
+    checks = [(0, torch.ones(2, 3, dtype=torch.float64), torch.full((2, 3), 1e-6)),
+              (1, torch.tensor([True, False]), 0.0), (2, torch.zeros(4), None)]
+
+    def script(*outputs: str) -> str:
+        return "import torch\noutputs = [" + ", ".join(outputs) + "]\n" + _check_source(checks)
+
+    good = ("torch.ones(2, 3)", "torch.tensor([True, False])", "torch.full((4,), 7.0)")
+    assert attribute_wrong_result(script(*good), 60).verdict == TRANSLATION
+    shape = attribute_wrong_result(script(good[0], good[1], "torch.zeros(1)"), 60)
+    assert shape.verdict == NVFUSER and "output 2: shape (1,), expected (4,)" in shape.plain
+    flipped = attribute_wrong_result(script(good[0], "torch.tensor([True, True])", good[2]), 60)
+    assert flipped.verdict == NVFUSER and "output 1: 1 of 2 elements" in flipped.plain
+
+
 def test_a_crash_repro_draws_large_inputs_instead_of_listing_their_values(tmp_path):
     """A bug report's repro must stay readable: inputs above 4096 elements are drawn from a
     seed when the crash does not need their values (it is checked by running it)."""

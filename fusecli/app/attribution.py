@@ -6,7 +6,9 @@ fusion, written as a plain nvfuser_direct script with no fusecli import
 (``fusecli.engines.nvfuser.direct_script``), runs with this Python in a fresh process. When it
 fails with the same signature, nvFuser fails that way through its own API: ``nvfuser``.
 Otherwise (it passes, or fails another way) the failure came from the translation:
-``translation``, with how the plain script ran.
+``translation``, with how the plain script ran. A wrong result is asked the same way, of a
+plain script that checks its own outputs against fusecli's reference and error bounds
+(``fusecli.app.plain_repro``): nvFuser's when that check fails there too.
 """
 
 from __future__ import annotations
@@ -111,24 +113,50 @@ def attribute_cluster(
     if outcome is None:
         raise PipelineError(f"the cluster {cluster.signature!r} has no members")
     workers = workers if workers is not None else WorkerProcesses()
-    script = workers.direct_script(Path(outcome.path), outcome.name, options)
-    attribution = attribute_script(script, cluster.signature, options.timeout)
+    wrong = outcome.status == "mismatch"
+    script = workers.direct_script(Path(outcome.path), outcome.name, options, checked=wrong)
+    if wrong:
+        attribution = attribute_wrong_result(script, options.timeout)
+    else:
+        attribution = attribute_script(script, cluster.signature, options.timeout)
     cluster.attribution, cluster.plain = attribution.verdict, attribution.plain
     return attribution
 
 
+def attribute_wrong_result(script: str, timeout: float | None) -> Attribution:
+    """``nvfuser`` when the self-checking plain script's check fails (an output of another
+    shape, or outside its bound), else ``translation``, with how it ran."""
+    with tempfile.TemporaryDirectory(prefix="fusecli-plain-") as folder:
+        path = Path(folder) / "plain.py"
+        path.write_text(script, encoding="utf-8")
+        run = run_script(path, timeout)
+    if run.status == "pass":
+        return Attribution(TRANSLATION, PASSES)
+    lines = [line.strip() for line in run.stderr.splitlines() if line.strip()]
+    if run.status == "crash" and lines and lines[-1].startswith("AssertionError: output "):
+        return Attribution(NVFUSER, "wrong result: " + lines[-1].removeprefix("AssertionError: "))
+    if run.status == "hang":
+        plain = error_failure_signature(timeout_message(timeout or 0), None)
+    elif run.status == "died":
+        plain = error_failure_signature(death_message(run.returncode), run.output)
+    else:
+        plain = error_failure_signature(None, run.output)
+    return Attribution(TRANSLATION, plain)
+
+
 def attribute_clusters(clusters: list[Cluster], options: RunOptions, jobs: int = 1) -> None:
-    """``--engine nvfuser``: attribute each cluster of pipeline failures (exit 3: nvFuser's
-    errors and crashes, not bad input), ``jobs`` clusters at once (each runs processes: a
-    worker writes the plain script, then the script runs alone); with fusecli's engine there
-    is nothing to attribute."""
+    """``--engine nvfuser``: attribute each cluster of pipeline failures (wrong results, and
+    exit 3: nvFuser's errors and crashes, not bad input), ``jobs`` clusters at once (each runs
+    processes: a worker writes the plain script, then the script runs alone); with fusecli's
+    engine there is nothing to attribute."""
     if options.engine == "fusecli":
         return
     workers = WorkerProcesses()
     todo = [
         cluster for cluster in clusters
         if (outcome := cluster.smallest_outcome) is not None
-        and outcome.status == "error" and outcome.exit_code == 3
+        and (outcome.status == "mismatch"
+             or outcome.status == "error" and outcome.exit_code == 3)
     ]
 
     def attribute(cluster: Cluster) -> None:

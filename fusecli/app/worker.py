@@ -139,10 +139,13 @@ class WorkerProcesses:
         detail = finished.output or "(the worker wrote nothing to stdout or stderr)"
         return [FileFailure(path, error, PipelineError.exit_code, detail)]
 
-    def direct_script(self, path: Path, name: str, options: RunOptions) -> str:
+    def direct_script(self, path: Path, name: str, options: RunOptions,
+                      checked: bool = False) -> str:
         """The fusion ``name`` of ``path`` as a plain nvfuser_direct script, made in a worker
-        (loading runs the script). PipelineError when it cannot be made."""
-        request = {"task": "direct_script", "path": path, "name": name, "options": options}
+        (loading runs the script); ``checked``: one that checks its outputs too
+        (``worker_tasks.direct_script``). PipelineError when it cannot be made."""
+        request = {"task": "direct_script", "path": path, "name": name, "options": options,
+                   "checked": checked}
         finished = self._call(request, options, None)
         if not finished.reported:
             raise PipelineError(f"could not write it as a plain script: {finished.failure}")
@@ -354,7 +357,8 @@ def main(argv: list[str]) -> None:
         send("phase", str(request["path"]))
         send("result", tasks.convert(request))
     else:
-        send("result", tasks.direct_script(request["path"], request["name"], request["options"]))
+        send("result", tasks.direct_script(request["path"], request["name"], request["options"],
+                                           request.get("checked", False)))
     channel.close()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -66,16 +66,31 @@ def convert(request: dict[str, Any]) -> tuple[str, Any]:
         return "error", (f"{path}: {raised(error)}", PipelineError.exit_code)
 
 
-def direct_script(path: Path, name: str, options: RunOptions) -> tuple[str, str]:
+def direct_script(path: Path, name: str, options: RunOptions, checked: bool = False
+                  ) -> tuple[str, str]:
+    """The fusion ``name`` of ``path`` as a plain nvfuser_direct script; ``checked``: one that
+    also checks its outputs against fusecli's reference and bounds (an AssertionError when
+    one is off), its inputs all stored (for a wrong result, values matter)."""
     from fusecli.app.pipeline import time_limit
-    from fusecli.engines.nvfuser import direct_script as script_of
+    from fusecli.app.plain_repro import expected_outputs, plain_script
     from fusecli.load import load_path
+    from fusecli.load.convert import stores_exactly
 
     try:
         with time_limit(options.timeout, str(path)):
             loaded = load_path(path, device=options.device, seed=options.seed,
                                all_calls=options.all_calls)
             fusion = next(f for f in loaded if f.name == name)
-            return "script", script_of(fusion)
+            if not checked:
+                return "script", plain_script(fusion)
+            drawn = [i for i, x in enumerate(fusion.inputs)
+                     if hasattr(x, "shape") and not stores_exactly(x)]
+            if drawn:
+                return "error", (f"input {drawn[0]} is too large to store in a plain script, "
+                                 "so its outputs cannot be checked there")
+            check = expected_outputs(fusion, options)
+            if check is None:
+                return "error", "fusecli's reference cannot check its outputs"
+            return "script", plain_script(fusion, check)
     except BaseException as error:
         return "error", f"{type(error).__name__}: {error}"

@@ -276,6 +276,7 @@ def _write_engine_minimized(
 ) -> Minimized:
     """The minimized fusion as a plain nvFuser script (``minimized.py``, no fusecli import),
     checked by running it alone; YAML; and ``report.md``."""
+    from fusecli.app.plain_repro import expected_outputs
     from fusecli.bisect import engine_bisect as eb
     from fusecli.bisect import engine_report as er
     from fusecli.bisect.repro import write_yaml_repro
@@ -284,7 +285,7 @@ def _write_engine_minimized(
     out_dir = report.output_dir
     check = None
     if report.target is not None and report.target.kind == "accuracy":
-        check = eb.expected_outputs(named, options.run)
+        check = expected_outputs(named, options.run)
     tracker.update("verify", "python minimized.py, alone")
     asked = time.perf_counter()
     # A crash rarely needs the values: a repro a bug report can hold draws large inputs from a

@@ -32,9 +32,6 @@ from fusecli.bisect.results import SegmentFinding, Step, Tracker
 from fusecli.bisect.selection import BuildError, Selection, Slicer
 from fusecli.textsafe import one_line
 
-CHECK_LIMIT = 1 << 16  # elements of an output a plain repro checks against stored values
-
-
 # -- plain repros ----------------------------------------------------------------------------------
 
 
@@ -44,20 +41,15 @@ COMPACT_LIMIT = 4096  # elements of an input a bug report's repro writes out, wh
 def write_plain_repro(
     loaded: Any, path: Path, header: list[str], check: Any = None, exact_limit: int | None = None
 ) -> Path:
-    """``loaded`` as a plain nvfuser_direct script at ``path``: fusecli's header, the definition,
-    exact inputs (up to ``exact_limit`` elements each; larger ones drawn from a seed),
-    ``fd.execute``; with ``check`` (expected values and bounds per output), code that raises
-    AssertionError when an output leaves its bound."""
-    from fusecli.engines.nvfuser import direct_script
+    """``loaded`` as a plain nvfuser_direct script at ``path`` (``app.plain_repro.
+    plain_script``) under fusecli's header."""
+    from fusecli.app.plain_repro import plain_script
 
     lines = [f"# {one_line(line)}" for line in header]
     lines.append(f"# run it: python {one_line(path.name)}   (real nvFuser; no fusecli needed)")
-    script = direct_script(loaded, exact_limit)
-    body = script.replace("\nfd.execute(inputs)", "\noutputs = fd.execute(inputs)")
-    if check:
-        body += "\n" + _check_source(check)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n" + body.rstrip() + "\n", encoding="utf-8")
+    path.write_text("\n".join(lines) + "\n" + plain_script(loaded, check, exact_limit),
+                    encoding="utf-8")
     return path
 
 
@@ -68,61 +60,6 @@ def stores_fewer_values(loaded: Any, limit: int | None) -> bool:
     if limit is None:
         return False
     return any(stores_exactly(x) and not stores_exactly(x, limit) for x in loaded.inputs)
-
-
-def expected_outputs(loaded: Any, options: Any) -> list[tuple[int, Any, Any]] | None:
-    """(index, float64 value, error bound) of each output fusecli's reference bounds, for a
-    plain repro's own check; None when the reference cannot bound them."""
-    from fusecli.app.judge import float64_reference
-
-    try:
-        precise, bounds = float64_reference(loaded.fusion, loaded.inputs, options, None)
-    except Exception:
-        return None
-    if precise is None or bounds is None:
-        return None
-    checks = []
-    for index, (value, bound) in enumerate(zip(precise, bounds)):
-        bound = getattr(bound, "hard", None)  # the bound around the exact value
-        if getattr(value, "numel", lambda: CHECK_LIMIT + 1)() > CHECK_LIMIT or bound is None:
-            continue
-        checks.append((index, value, bound))
-    return checks or None
-
-
-def _check_source(checks: list[tuple[int, Any, Any]]) -> str:
-    import torch
-
-    lines = [
-        "",
-        "# fusecli's float64 reference of each output, with the error bound the fusion's own",
-        "# roundings allow (fusecli/reference/bounds.py); nvFuser's output must stay inside it",
-        "def _check(index, expected, bound):",
-        "    got = outputs[index].detach().to('cpu', torch.float64)",
-        "    bad = ~((got - expected).abs() <= bound) & ~(got.isnan() & expected.isnan())",
-        "    bad &= ~((got == expected) & got.isinf())",
-        "    if bad.any():",
-        "        where = bad.nonzero()[0].tolist()",
-        "        raise AssertionError(",
-        "            f'output {index}: {int(bad.sum())} of {bad.numel()} elements outside the '",
-        "            f'error bound; at {where}: got {got[tuple(where)].item()!r}, expected '",
-        "            f'{expected[tuple(where)].item()!r} +- {bound[tuple(where)].item():.3g}')",
-        "",
-    ]
-    for index, value, bound in checks:
-        value = value.detach().to("cpu", torch.float64)
-        bound = torch.as_tensor(bound).detach().to("cpu", torch.float64).expand(value.shape)
-        lines.append(f"_check({index}, {_tensor_literal(value)}, {_tensor_literal(bound)})")
-    lines.append("print('outputs within fusecli\\'s error bounds')")
-    return "\n".join(lines) + "\n"
-
-
-def _tensor_literal(tensor: Any) -> str:
-    from fusecli.load.distributions import python_number
-
-    flat = tensor.contiguous().reshape(-1).tolist()
-    values = ", ".join(python_number(float(v)) for v in flat)
-    return f"torch.tensor([{values}], dtype=torch.float64).reshape({tuple(tensor.shape)!r})"
 
 
 @dataclass(slots=True)

@@ -4,8 +4,10 @@
    recorded values; unread results become outputs);
 2. ddmin over bypasses: an expr whose readers can read one of its operands instead (same
    shape, same broadcasts) is removed without cutting the chain (``neg(cast(x))`` -> ``x``),
-   then step 1 again while bypasses remove something: a failure that needs the chain's two
-   ends (a reshape feeding a cat through casts and arithmetic) keeps its ends alone;
+   then ddmin over merges: a value read in place of an earlier one of the same dtype and form
+   (a common subexpression goes; two inputs of one shape become one); then step 1 again while
+   these remove something: a failure that needs the chain's two ends (a reshape feeding a cat
+   through casts and arithmetic) keeps its ends alone;
 3. ddmin over the outputs left, then the exprs no output needs are dropped; inputs nothing
    reads are never declared;
 4. shrinking of input sizes.
@@ -18,6 +20,7 @@ that does not come back is reported as flaky and the step is not taken. Question
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from fusecli.bisect.ddmin import Budget, ddmin
@@ -161,10 +164,12 @@ def minimize(
         selection = replace(selection, exprs=frozenset(kept))
         if prober.out_of_budget:
             break
-        bypassed = _bypass(slicer, selection, prober, tracker, width)
-        if bypassed == selection:
+        simpler = _bypass(slicer, selection, prober, tracker, width)
+        if not prober.out_of_budget:
+            simpler = _merge(slicer, simpler, prober, tracker, width)
+        if simpler == selection:
             break
-        selection = bypassed
+        selection = simpler
     selection = _minimize_outputs(slicer, selection, prober, tracker, oracle)
     if shrink_sizes and not prober.out_of_budget:
         selection = _shrink(selection, sizes_of(slicer.build(selection)), prober, tracker, width)
@@ -201,20 +206,43 @@ def _bypass(
     """``selection`` with as many exprs bypassed as the failure allows (ddmin over the
     bypassable exprs: the ones kept are those the failure needs computed)."""
     candidates = slicer.bypasses(selection)
+    if candidates:
+        tracker.update("bypass", f"{len(candidates)} ops could read an operand instead")
+    return _replace_many(selection, candidates, slicer.bypass, prober, width, "bypass",
+                         "ops bypassed")
+
+
+def _merge(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
+) -> Selection:
+    """``selection`` with as many values merged into earlier ones alike as the failure allows
+    (common subexpressions, inputs of one shape and dtype)."""
+    candidates = slicer.merges(selection)
+    if candidates:
+        tracker.update("merge", f"{len(candidates)} values could read an earlier one alike")
+    return _replace_many(selection, candidates, slicer.merge, prober, width, "merge",
+                         "values merged")
+
+
+def _replace_many(
+    selection: Selection, candidates: list, apply: Callable[[Selection, list], Selection],
+    prober: Prober, width: int, phase: str, what: str,
+) -> Selection:
+    """All ``candidates`` applied when the failure stays, else ddmin over them: the ones
+    left out are those the failure needs."""
     if not candidates:
         return selection
 
-    def trial(kept: list[tuple[int, int]]) -> Selection:
-        return slicer.bypass(selection, [c for c in candidates if c not in kept])
+    def trial(kept: list) -> Selection:
+        return apply(selection, [c for c in candidates if c not in kept])
 
-    def test(batch: list[list[tuple[int, int]]]) -> list[bool]:
+    def test(batch: list[list]) -> list[bool]:
         trials = [trial(b) for b in batch]
-        labels = [f"{len(candidates) - len(b)} of {len(candidates)} ops bypassed" for b in batch]
-        return prober.fails(trials, "bypass", labels)
+        labels = [f"{len(candidates) - len(b)} of {len(candidates)} {what}" for b in batch]
+        return prober.fails(trials, phase, labels)
 
-    tracker.update("bypass", f"{len(candidates)} ops could read an operand instead")
     try:
-        if prober.fails([trial([])], "bypass", [f"all {len(candidates)} bypassed"])[0]:
+        if prober.fails([trial([])], phase, [f"all {len(candidates)} {what}"])[0]:
             return trial([])
     except Budget:
         return selection

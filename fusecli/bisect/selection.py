@@ -4,7 +4,8 @@ A ``Selection`` names the tensor exprs kept, the values to output (``None``: the
 outputs they compute plus every value they compute that nothing kept reads, as XLA's
 hlo_bisect does), size substitutions and bypasses: a removed expr whose readers read one of its
 operands instead (``mul(a, b)`` -> ``a``, ``cast(x)`` -> ``x``), as C-Reduce replaces an
-expression by a subexpression, so a chain keeps its shape while its links go.
+expression by a subexpression, so a chain keeps its shape while its links go; and merges, a
+value read in place of an earlier one alike (a common subexpression, two inputs of one shape).
 ``Slicer.build`` turns one into a runnable fusion: each value the kept exprs read but no kept
 expr computes becomes an input whose example value is what the reference computed for it in
 the original fusion (as the PyTorch minifier feeds placeholders their recorded values), so the
@@ -206,6 +207,52 @@ class Slicer:
             selection, exprs=selection.exprs - {e for e, _ in pairs},
             bypass=tuple(sorted({*selection.bypass, *added})),
         )
+
+    def merges(self, selection: Selection) -> list[tuple[int, int]]:
+        """(value uid, replacement uid): for each tensor the selection computes or reads, an
+        earlier one of the same dtype and form that could be read in its place (its producer
+        then goes): an identical expr first (a common subexpression), else the first alike (two
+        inputs of one shape become one). Earlier, in the original fusion's order, so that the
+        replacement never depends on what it replaces and no two merges make a cycle."""
+        exprs, inputs, _ = self.plan(selection)
+        present = [*inputs, *(o for e in exprs if e.uid in selection.exprs for o in e.outputs)]
+        present = [v for v in present if isinstance(v, TensorView)]
+        present.sort(key=self._order)
+        aliases = self.aliases(selection)
+        found = []
+        for index, value in enumerate(present):
+            producer = self._producer.get(value.uid)
+            if producer is not None and len(producer.outputs) != 1:
+                continue  # var_mean and the like: merging one result would lose the other
+            earlier = [b for b in present[:index] if b.dtype is value.dtype and _same_form(
+                value, self._value_of(value), b, self._value_of(b))]
+            if not earlier:
+                continue
+            same = [b for b in earlier if self._identical(value, b, aliases)]
+            found.append((value.uid, (same or earlier)[0].uid))
+        return found
+
+    def merge(self, selection: Selection, pairs: list[tuple[int, int]]) -> Selection:
+        """``selection`` with each (value uid, replacement uid) of ``pairs`` read in place of
+        the value, whose producer goes."""
+        if not pairs:
+            return selection
+        gone = {self._producer[v].uid for v, _ in pairs if v in self._producer}
+        return replace(selection, exprs=selection.exprs - gone,
+                       bypass=tuple(sorted({*selection.bypass, *pairs})))
+
+    def _order(self, value: Val) -> tuple[int, int]:
+        producer = self._producer.get(value.uid)
+        return (-1 if producer is None else self._position[producer.uid], value.uid)
+
+    def _identical(self, a: Val, b: Val, aliases: dict[int, Val]) -> bool:
+        """Whether ``a`` and ``b`` are computed by the same op from the same values."""
+        first, second = self._producer.get(a.uid), self._producer.get(b.uid)
+        if first is None or second is None or len(first.outputs) != 1:
+            return False
+        return (first.op is second.op and first.attrs == second.attrs
+                and [v.uid for v in _reads(first, aliases)]
+                == [v.uid for v in _reads(second, aliases)])
 
     def _value_of(self, value: Val) -> object:
         return self._inputs[value.uid] if value.uid in self._inputs else self.values.get(value.uid)

@@ -146,6 +146,8 @@ def render_clusters(clusters: list[Cluster], console: Console, shown: int = 5) -
 
 def _whose(cluster: Cluster) -> str:
     if cluster.attribution == "nvfuser":
+        if (cluster.plain or "").startswith("wrong result"):  # what the plain script's check saw
+            return f"nvFuser (a plain nvfuser_direct script checks its outputs: {cluster.plain})"
         return "nvFuser (a plain nvfuser_direct script fails the same way)"
     if cluster.attribution == "translation":
         return f"fusecli's translation (the plain nvfuser_direct script: {cluster.plain})"
