@@ -221,3 +221,34 @@ def test_a_folder_of_zero_size_crashing_and_valid_fusions_runs_on_cupy(tmp_path,
         write_mixed_corpus(tmp_path, device="cuda"), monkeypatch, cli, "--executor", "cupy"
     )
     assert any(s["executor"] == "cupy" for s in by_name["a_valid"]["segments"])
+
+
+SYMBOLIC_SLICES = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+def rotate_half(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.BFloat16)
+    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    T2 = fd.ops.slice(T0, start_indices=[0, 0, 0], end_indices=[4, 64, 32])
+    T3 = fd.ops.slice(T0, start_indices=[0, 0, 32], end_indices=[4, 64, 100])
+    T4 = fd.ops.cat([fd.ops.neg(T3), fd.ops.cast(T2, dtype=DataType.Float)], dim=-1)
+    T5 = fd.ops.broadcast_in_dim(T1, shape=[4, 64, 64], broadcast_dims=[1, 2])
+    T6 = fd.ops.add(fd.ops.mul(T0, T5), fd.ops.mul(T4, T5))
+    fd.add_output(fd.ops.cast(T6, dtype=DataType.BFloat16))
+
+with FusionDefinition() as fd:
+    rotate_half(fd)
+
+fd.execute([torch.randn(4, 64, 64, dtype=torch.bfloat16, device='cuda'),
+            torch.randn(64, 64, dtype=torch.bfloat16, device='cuda')])
+"""
+
+
+def test_slices_of_sizes_the_inputs_give_run_as_kernels(executor: CupyExecutor, tmp_path) -> None:
+    """Constant slice bounds into symbolic (-1) sizes, a clamped end among them: the
+    lengths are bound with the inputs, so the segment gets a kernel (not an ATen fallback)."""
+    path = tmp_path / "rotate_half.py"
+    path.write_text(SYMBOLIC_SLICES, encoding="utf-8")
+    (loaded,) = load_path(path, device="cuda")
+    assert check_segments(executor, loaded.fusion, [on_device(x) for x in loaded.inputs]) == 1

@@ -35,8 +35,9 @@ def check_segmentation(given, segmented) -> None:
 
     The exprs are those of the fusion segmented: ``given`` after the pre-segmentation passes,
     which insert copies (segment_set; segment_set + set before an in-place update) and fills
-    (``full``, RemoveEmptyPass) and drop empty inputs of a cat (a cat of one is a set); a user
-    of a copy keeps its op and outputs."""
+    (``full``, RemoveEmptyPass) and drop empty inputs of a cat (a cat of one is a set), lift
+    down-casts above meta ops (ConsecutiveCastPass), and the segmenter makes a var_mean two
+    passes (TranslateApplicableWelford); a user of a copy keeps its op and outputs."""
     assert segmented.ok, segmented.failure
     fusion = segmented.fusion
     added = _live_tensor_exprs(fusion) - _live_tensor_exprs(given)
@@ -61,7 +62,13 @@ def check_segmentation(given, segmented) -> None:
     assert all(o.value.uid in available for o in fusion.outputs)
 
 
-_ADDED = frozenset({OpType.segment_set, OpType.set, OpType.full})
+_ADDED = frozenset({
+    OpType.segment_set, OpType.set, OpType.full,
+    # ConsecutiveCastPass: a down-cast lifted above a meta op, the meta op replayed after it
+    OpType.cast, OpType.squeeze, OpType.reshape,
+    # TranslateApplicableWelford: a var_mean as sum / N, then sum((x - mean)^2) / (N - c)
+    OpType.sum, OpType.div, OpType.broadcast, OpType.sub, OpType.mul,
+})
 _REWRITES = {OpType.cat: {OpType.cat, OpType.set}}  # RemoveEmptyPass: empty inputs dropped
 
 

@@ -21,9 +21,16 @@ if TYPE_CHECKING:
 
 def _slice(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:
     bounds = expr.attr("static_bounds")
-    if bounds is None:
-        raise UnsupportedError("slice bounds known only at run time have no CUDA generator")
-    source = tuple(add(i, const(start)) for i, (start, _) in zip(index, bounds))
+    if bounds is not None:
+        starts = [start for start, _ in bounds]
+    else:  # constant starts into a size the inputs give: wrapped and clamped as torch slices
+        sizes = emitter.ctx.shape(expr.inputs[0])
+        given = [emitter.ctx.constant_of(s) for s in expr.inputs[1 : 1 + len(sizes)]]
+        if any(start is None for start in given) or expr.attr("manual_normalization"):
+            raise UnsupportedError("slice bounds known only at run time have no CUDA generator")
+        starts = [min(max(int(s) + size if int(s) < 0 else int(s), 0), size)
+                  for s, size in zip(given, sizes)]
+    source = tuple(add(i, const(start)) for i, start in zip(index, starts))
     return emitter.value(expr.inputs[0], source)
 
 

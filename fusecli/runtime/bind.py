@@ -24,7 +24,7 @@ from fusecli.ir.nodes import (  # flatten_inputs: re-exported, bind's first step
     Val,
     flatten_inputs,
 )
-from fusecli.runtime.concretize import check_concrete_sizes
+from fusecli.runtime.concretize import bind_slice_lengths, check_concrete_sizes
 
 
 @dataclass(slots=True)
@@ -55,6 +55,7 @@ def bind_inputs(fusion: Fusion, inputs: Sequence[Any]) -> Bindings:
         else:
             bindings.values[definition.uid] = _bind_scalar(index, definition, value)
     bindings.device = _common_device(fusion, bindings)
+    bind_slice_lengths(fusion, bindings.extents)
     check_concrete_sizes(fusion, bindings.values, bindings.extents)
     return bindings
 

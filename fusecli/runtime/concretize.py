@@ -12,10 +12,11 @@ words where nvFuser reports the same thing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 
 from fusecli.errors import InputError
-from fusecli.ir.nodes import Fusion, Scalar, TensorView, evaluate_extent
+from fusecli.ir.attrs import slice_bounds
+from fusecli.ir.nodes import Fusion, Scalar, SymbolicExtent, TensorView, evaluate_extent
 from fusecli.ir.opdefs import ELEMENTWISE_KINDS
 from fusecli.ir.optype import OpType
 
@@ -23,6 +24,30 @@ _CONFLICT = (
     "When trying to propagate constant tensor sizes through the graph a conflict was found with "
     "2 different sizes across dimensions that are expected to match"
 )
+
+
+def bind_slice_lengths(fusion: Fusion, extents: MutableMapping[object, int]) -> None:
+    """The length of each slice whose bounds are constants and whose input's size is bound,
+    wrapped and clamped as torch slices: the IR gives such a length a symbol of its own (the
+    size is known only when the inputs are), and kernels need it before the slice runs."""
+    for expr in fusion.exprs:
+        if expr.op is not OpType.slice or expr.attr("manual_normalization"):
+            continue
+        source, out = expr.inputs[0], expr.outputs[0]
+        starts, ends = slice_bounds(expr, expr.inputs)
+        for before, after, start, end in zip(source.logical, out.logical, starts, ends):
+            extent = after.logical_extent
+            if not isinstance(extent, SymbolicExtent) or extent in extents:
+                continue
+            if not (start.is_constant and end.is_constant):
+                continue
+            try:
+                size = evaluate_extent(before.logical_extent, extents)
+            except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                continue
+            lo, hi = (min(max(int(b) + size if int(b) < 0 else int(b), 0), size)
+                      for b in (start.value, end.value))
+            extents[extent] = max(hi, lo) - lo
 
 
 def check_concrete_sizes(

@@ -70,6 +70,24 @@ class FusionGraph:
     def is_tensor_expr(self, expr: Expr) -> bool:
         return any(isinstance(o, TensorView) for o in expr.outputs)
 
+    def live_tensor_exprs(self) -> list[Expr]:
+        """The tensor exprs some fusion output depends on, in order; the rest is dead code
+        no kernel computes."""
+        live: set[int] = set()
+        stack = [o.value for o in self.fusion.outputs]
+        seen: set[int] = set()
+        while stack:
+            value = stack.pop()
+            if value.uid in seen:
+                continue
+            seen.add(value.uid)
+            producer = self.producer.get(value.uid)
+            if producer is not None and producer.uid not in live:
+                live.add(producer.uid)
+                for operand in producer.inputs:  # a shape vector's scalars are read too
+                    stack.extend(operand.elements if isinstance(operand, Vector) else (operand,))
+        return [e for e in self.fusion.exprs if self.is_tensor_expr(e) and e.uid in live]
+
 
 class RuntimeInfo:
     """Concrete sizes from the actual inputs (nvFuser's SchedulerRuntimeInfo)."""
@@ -183,6 +201,15 @@ class Candidate:
     def definition(self, value: Val) -> Expr | None:
         """The expr producing ``value`` in the complete fusion."""
         return self.graph.producer.get(value.uid)
+
+    def segment_set_violation(self) -> str | None:
+        """tryingToMergeSegmenterSet: a segment_set output must end its segment."""
+        for expr in self.exprs:
+            if expr.op is OpType.segment_set:
+                out = expr.output
+                if out.uid not in self.output_uids or self.uses_inside(out):
+                    return "segment_set output must be a segment output with no use inside it"
+        return None
 
     def uses_inside(self, value: Val) -> list[Expr]:
         return [c for c in self.graph.consumers.get(value.uid, []) if self.contains(c)]

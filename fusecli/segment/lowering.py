@@ -2,7 +2,8 @@
 
 ``pre_segmentation`` runs those a profile has, in nvFuser's order
 (csrc/preseg_passes/pre_segmenter.cpp): the 2024 matmul lowering (part of the definition
-then), RemoveEmptyPass (``remove_empty.py``), SegmentInplaceUpdatePass (``inplace_update.py``),
+then), RemoveEmptyPass (``remove_empty.py``), ConsecutiveCastPass (``consecutive_cast.py``),
+SegmentInplaceUpdatePass (``inplace_update.py``),
 MoveGatherPass (``move_gather.py``), then MarkAliasesPrepare (``mark_aliases.py``).
 
 ``nvfuser-2024``: before PR #2175 (May 2024), ``fd.ops.matmul`` built no MatmulOp. It
@@ -17,6 +18,7 @@ from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Fusion, IterDomain, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.candidate import RuntimeInfo
+from fusecli.segment.consecutive_cast import consecutive_casts
 from fusecli.segment.inplace_update import segment_inplace_updates
 from fusecli.segment.mark_aliases import mark_aliases_prepare
 from fusecli.segment.move_gather import move_gather
@@ -29,6 +31,8 @@ def pre_segmentation(fusion: Fusion, profile: RuleProfile, runtime: RuntimeInfo)
     lowered = lower_for_profile(fusion, profile)
     if profile.remove_empty:
         lowered = remove_empty(lowered, runtime)
+    if profile.consecutive_cast:
+        lowered = consecutive_casts(lowered)
     if profile.segment_inplace_update:
         lowered = segment_inplace_updates(lowered)
     if profile.move_gather:

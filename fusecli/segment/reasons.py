@@ -76,6 +76,10 @@ class Reason(Enum):
         "to use combined reduction, inner reduction and outer reduction should have shared "
         "input."
     )
+    COMBINED_SHARED_CONSUMER = (
+        "to use combined reduction, inner reduction and outer reduction should not have shared "
+        "consumer, their consumers should not have shared non-outer-reduction producer."
+    )
     NOT_ENOUGH_BLOCKS = "not enough blocks"
     REGISTERS_ONLY_TOO_LARGE = (
         "not enough registers for persistence and shared memory persistence is not "

@@ -69,6 +69,10 @@ class RuleProfile:
     # empty tensors and empty outputs made fills (#543, July 2023; remove_empty.py). Kept off
     # in the older profiles, whose recorded logs predate fusecli's model of it.
     remove_empty: bool = False
+    # ConsecutiveCastPass with its meta-op swap (down-casts lifted above set, squeeze and
+    # reshape, #3644, January 2025; consecutive_cast.py). Kept off in the older profiles,
+    # whose recorded logs predate fusecli's model of it.
+    consecutive_cast: bool = False
     # SegmentInplaceUpdatePass: an in-place update near a broadcast is cut off behind
     # segment_set + set (#2999, October 2024, for issue #2664; inplace_update.py)
     segment_inplace_update: bool = False
@@ -89,6 +93,7 @@ PROFILES: dict[str, RuleProfile] = {
         description="nvFuser today: MatmulOp/LinearOp run through ATen (expr_eval)",
         mark_aliases_prepare=True,
         remove_empty=True,
+        consecutive_cast=True,
         segment_inplace_update=True,
     ),
     "nvfuser-2024": RuleProfile(

@@ -3,7 +3,8 @@
 0. The profile's pre-segmentation rewrites run (``lowering.py``: under ``nvfuser``,
    MarkAliasesPrepare's segment_set hints before outputs' meta ops); exprs no fusion output
    depends on are dropped (dead code).
-1. Without ``segment_set`` hints, try the whole fusion as one segment.
+1. Without ``segment_set`` hints, try the whole fusion as one segment. Otherwise a var_mean
+   that would make a persistent kernel becomes two passes (``welford.py``).
 2. Otherwise: one group per tensor expr; chains of unary ops reading a fusion input are
    forwarded (kept out of the groups and joined to their consumers at the end); groups that
    produce fusion outputs must have a scheduler.
@@ -22,7 +23,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from fusecli.ir import dtype as dt
-from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector
+from fusecli.ir.nodes import Expr, Fusion, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.aliases import find_aliases
 from fusecli.segment.candidate import Candidate, FusionGraph, RuntimeInfo
@@ -34,6 +35,7 @@ from fusecli.segment.lowering import pre_segmentation
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
 from fusecli.segment.schedulers import check, propose
+from fusecli.segment.welford import translate_applicable_welfords
 
 _FORWARDABLE = frozenset({OpKind.UNARY, OpKind.CAST})
 
@@ -71,7 +73,7 @@ class Segmenter:
         if known is not None:
             scheduler, verdicts, skipped = known
         else:
-            skipped = _segment_set_violation(candidate)
+            skipped = candidate.segment_set_violation()
             scheduler, verdicts = (None, []) if skipped else propose(candidate, self.ctx)
             self._answers[key] = (scheduler, verdicts, skipped)
         self._record(phase, candidate, tuple(verdicts), skipped)
@@ -96,10 +98,7 @@ class Segmenter:
 
     def run(self) -> SegmentedFusion:
         result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
-        live = self._live_exprs()
-        tensor_exprs = [
-            e for e in self.fusion.exprs if self.graph.is_tensor_expr(e) and e.uid in live
-        ]
+        tensor_exprs = self.graph.live_tensor_exprs()
         has_hints = any(e.op is OpType.segment_set for e in tensor_exprs)
         if not has_hints:
             scheduler = self.try_schedule(tensor_exprs, "whole")
@@ -109,6 +108,11 @@ class Segmenter:
                 result.segments = [Segment(0, scheduler, candidate, params,
                                            self.gpu_notes_of(tensor_exprs))]
                 return result
+        translated = translate_applicable_welfords(self.fusion, self.ctx, tensor_exprs)
+        if translated is not None:  # the segments are built again from the two-pass fusion
+            self._adopt(translated)
+            result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
+            tensor_exprs = self.graph.live_tensor_exprs()
         self._initial_groups(tensor_exprs)
         for group in self.groups.groups:
             if self._produces_fusion_output(group):
@@ -126,22 +130,12 @@ class Segmenter:
         self._resolve_forwarded()
         return self._finalize(result)
 
-    def _live_exprs(self) -> set[int]:
-        """Exprs some fusion output depends on; the rest is dead code no kernel computes."""
-        live: set[int] = set()
-        stack = [o.value for o in self.fusion.outputs]
-        seen: set[int] = set()
-        while stack:
-            value = stack.pop()
-            if value.uid in seen:
-                continue
-            seen.add(value.uid)
-            producer = self.graph.producer.get(value.uid)
-            if producer is not None and producer.uid not in live:
-                live.add(producer.uid)
-                for operand in producer.inputs:  # a shape vector's scalars are read too
-                    stack.extend(operand.elements if isinstance(operand, Vector) else (operand,))
-        return live
+    def _adopt(self, fusion: Fusion) -> None:
+        """Segment ``fusion`` (a rewrite of the one segmented so far) from here on."""
+        self.fusion, self.graph = fusion, FusionGraph(fusion, self.ctx.runtime)
+        self.ctx.aliases = find_aliases(fusion, self.ctx.runtime)
+        self.groups = GroupGraph(self.graph)
+        self._answers.clear()
 
     def _initial_groups(self, tensor_exprs: list[Expr]) -> None:
         forwarded_uids = self._forward_inputs(tensor_exprs)
@@ -372,16 +366,6 @@ def _is_cast(group: Group, up: bool) -> bool:
         return False
     source_bits, target_bits = dt.info(source).bits, dt.info(target).bits
     return target_bits > source_bits if up else target_bits < source_bits
-
-
-def _segment_set_violation(candidate: Candidate) -> str | None:
-    """tryingToMergeSegmenterSet: a segment_set output must end its segment."""
-    for expr in candidate.exprs:
-        if expr.op is OpType.segment_set:
-            out = expr.output
-            if out.uid not in candidate.output_uids or candidate.uses_inside(out):
-                return "segment_set output must be a segment output with no use inside it"
-    return None
 
 
 def segment_fusion(

@@ -158,10 +158,8 @@ def _outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         gpu = _gpu_note(name, needed, sm_bytes * ctx.device.sm_count, ctx)
         return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
     vectorize = _vectorization(candidate, ctx)
-    # the decisive numbers: rows of 8 x vectorization held at once against one SM's registers
-    held = needed * vectorize * K_MIN_BDIMX
+    held, required = _outer_sms(candidate, ctx, needed, vectorize)
     gpu = _gpu_note(name, held, sm_bytes, ctx)
-    required = -(-held // sm_bytes)
     if required > ctx.device.sm_count // 2:
         rejection = Rejection.of(Reason.OVER_HALF_GPU, sms=required)
         return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
@@ -175,6 +173,26 @@ def _outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
                                      sms=required)
             return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
     return Verdict.accept(name).depending_on_gpu(gpu)
+
+
+def _outer_sms(candidate: Candidate, ctx: ScheduleContext, needed: int, vectorize: int
+               ) -> tuple[int, int]:
+    """The decisive numbers of outer persistence: the bytes of 8 x vectorization rows held at
+    once, and the SMs whose registers that takes (over one: persisted across the grid)."""
+    held = needed * vectorize * K_MIN_BDIMX
+    return held, -(-held // ctx.device.register_file_bytes)
+
+
+def crosses_grid(candidate: Candidate, ctx: ScheduleContext) -> bool:
+    """Whether an outer persistent kernel would keep its buffers across the grid
+    (ReductionParams::cross_grid_outer_reduction)."""
+    needed = common.persistent_bytes(candidate, ctx)
+    if needed is None:
+        return False
+    projected = common.projected_bytes(candidate, ctx)
+    if projected:
+        needed = min(needed, projected)
+    return _outer_sms(candidate, ctx, needed, _vectorization(candidate, ctx))[1] > 1
 
 
 def _vectorization(candidate: Candidate, ctx: ScheduleContext) -> int:
@@ -203,7 +221,48 @@ def combined_reduction_reason(candidate: Candidate) -> Rejection | None:
         return Rejection.of(Reason.COMBINED_LAYOUT)
     if not _fusion_inputs_of(candidate, inner) & _fusion_inputs_of(candidate, outer):
         return Rejection.of(Reason.COMBINED_NO_SHARED_INPUT)
+    if not _connected_only_through_reduction_producer(candidate, inner, outer):
+        return Rejection.of(Reason.COMBINED_SHARED_CONSUMER)
     return None
+
+
+def _connected_only_through_reduction_producer(candidate: Candidate, inner, outer) -> bool:
+    """isConnectedOnlyThroughReductionProducer: the tensors reachable (through producers,
+    consumers and siblings, inside the segment) from the inner reductions without crossing an
+    outer reduction's output, and those reachable from each outer reduction without crossing
+    its producers, must be disjoint. A sum over dim 0 read back by a layer norm's input fails
+    it: the outer result reaches the inner reduction through its consumers."""
+    outer_outputs = {v.uid for e in outer for v in e.tensor_outputs()}
+    claimed = _reachable(candidate, [v for e in inner for v in e.tensor_outputs()],
+                         outer_outputs)
+    for expr in outer:
+        producers = {v.uid for v in expr.tensor_inputs()}
+        reached = _reachable(candidate, expr.tensor_outputs(), producers)
+        if claimed & reached:
+            return False
+        claimed |= reached
+    return True
+
+
+def _reachable(candidate: Candidate, start, cutoff: set[int]) -> set[int]:
+    """scheduler_utils::getAllTvsFrom over the segment's tensors: every tensor joined to
+    ``start`` by producer, consumer or sibling edges without entering ``cutoff``."""
+    found: set[int] = set()
+    stack = list(start)
+    while stack:
+        tensor = stack.pop()
+        neighbours = []
+        for use in candidate.uses_inside(tensor):  # consumers
+            neighbours.extend(use.tensor_outputs())
+        producer = candidate.definition(tensor)
+        if producer is not None and candidate.contains(producer):
+            neighbours.extend(producer.tensor_outputs())  # siblings
+            neighbours.extend(producer.tensor_inputs())  # producers
+        for neighbour in neighbours:
+            if neighbour.uid not in found and neighbour.uid not in cutoff:
+                found.add(neighbour.uid)
+                stack.append(neighbour)
+    return found
 
 
 def _laid_out(expr, reduced_last: bool) -> bool:

@@ -1,0 +1,93 @@
+"""Segmenter rules fitted on the segmentation population (issue 25), each against nvFuser.
+
+Each golden in ``tests/golden/segpop/`` is a fit-part fusion of the population
+(``scripts/segmentation-population.py``, seed % 3 != 0) and the log real nvFuser 0.2.36 printed
+for it on an H100 (``NVFUSER_DUMP=segmenter_logging,segmented_fusion``), trimmed to the
+un-segmented attempt and the final segments. fusecli must cut the same segments: the same
+scheduler and the same tensor ops in each.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from fusecli.engines.nvfuser_log import parse_log
+from fusecli.ir.dtype import DataType
+from fusecli.load import load_path
+from fusecli.segment.consecutive_cast import is_inclusive
+from fusecli.segment.segmenter import segment_fusion
+
+GOLDENS = Path(__file__).resolve().parent / "golden" / "segpop"
+
+
+def _nvfuser(name: str):
+    return parse_log((GOLDENS / f"{name}.log").read_text(encoding="utf-8"))
+
+
+def _segments_of_nvfuser(name: str) -> Counter:
+    return Counter((s.scheduler, tuple(sorted(s.ops))) for s in _nvfuser(name).segments)
+
+
+def _segment(name: str, keep_log: bool = False):
+    (loaded,) = load_path(GOLDENS / f"{name}.py", device="cpu")
+    return segment_fusion(loaded.fusion, loaded.inputs, keep_log=keep_log)
+
+
+def _segments_of_fusecli(segmented) -> Counter:
+    return Counter((s.scheduler, tuple(sorted(e.op.value for e in s.exprs)))
+                   for s in segmented.segments)
+
+
+@pytest.mark.parametrize("name", ["pop_44", "pop_172", "pop_248", "pop_272"])
+def test_segments_match_nvfuser(name: str) -> None:
+    assert _segments_of_fusecli(_segment(name)) == _segments_of_nvfuser(name)
+
+
+def test_combined_reduction_rejects_an_outer_result_read_by_the_inner_reduction() -> None:
+    """isConnectedOnlyThroughReductionProducer: a sum over dim 0 broadcast back into the input
+    of a layer norm over dim 1 reaches the inner reduction through its consumers, so
+    inner_outer_persistent refuses the whole fusion with nvFuser's words."""
+    (theirs,) = [v for c in _nvfuser("pop_44").candidates if c.phase == "whole"
+                 for v in c.verdicts if v.scheduler == "inner_outer_persistent"]
+    segmented = _segment("pop_44", keep_log=True)
+    (ours,) = [v for entry in segmented.log if entry.phase == "whole"
+               for v in entry.verdicts if v.scheduler == "inner_outer_persistent"]
+    assert not theirs.accepted and not ours.accepted
+    assert ours.reason == theirs.reason
+    assert "should not have shared consumer" in ours.reason
+
+
+def test_welford_becomes_two_passes_once_segmented() -> None:
+    """TranslateApplicableWelford: the layer norm's var_mean is a sum, a division and a sum of
+    squares in nvFuser's final segments; its x is then a persistent buffer, so the layer norm
+    goes to inner_persistent and the outer sum after it to outer_persistent."""
+    segmented = _segment("pop_172")
+    ops = Counter(e.op.value for s in segmented.segments for e in s.exprs)
+    assert ops["var_mean"] == 0 and ops["sum"] == 3
+    assert sorted(s.scheduler for s in segmented.segments) == [
+        "inner_persistent", "outer_persistent"]
+
+
+def test_down_cast_lifted_above_a_copy_folds_into_the_up_cast() -> None:
+    """ConsecutiveCastPass: an empty cat input dropped leaves cast(set(cast(x: half -> float))
+    -> half); the down-cast moves above the set and cancels the up-cast, leaving set(x), which
+    expr_eval takes as pointer arithmetic without segmenting."""
+    whole = [c for c in _nvfuser("pop_272").candidates if c.phase == "whole"]
+    assert [v.scheduler for c in whole for v in c.verdicts if v.accepted] == ["expr_eval"]
+    segmented = _segment("pop_272")
+    (segment,) = segmented.segments
+    assert segment.scheduler == "expr_eval"
+    assert [e.op.value for e in segment.exprs] == ["set"]
+
+
+@pytest.mark.parametrize(("base", "wider", "holds"), [
+    (DataType.Half, DataType.Float, True), (DataType.BFloat16, DataType.Float, True),
+    (DataType.Float, DataType.Half, False), (DataType.Half, DataType.BFloat16, False),
+    (DataType.Bool, DataType.Half, True), (DataType.Int32, DataType.Double, True),
+])
+def test_inclusive_types_as_nvfuser(base: DataType, wider: DataType, holds: bool) -> None:
+    """isInclusiveType (csrc/type.cpp) decides which casts of a chain fold away."""
+    assert is_inclusive(base, wider) is holds
