@@ -216,3 +216,20 @@ def test_a_gapped_cuda_input_is_written_with_its_whole_storage_span() -> None:
     view = base.as_strided((5,), (2,))
     on_gpu = base.cuda().as_strided((5,), (2,))
     assert storage_values(on_gpu) == storage_values(view) == tuple(float(v) for v in range(9))
+
+
+def test_a_vector_bound_at_execute_becomes_scalar_inputs_in_a_plain_script(tmp_path) -> None:
+    """The engine path writes the fusion as it was loaded (no input specs from the file):
+    a define_vector(n) input's values become n scalar inputs, and the script runs."""
+    from dataclasses import replace
+
+    from fusecli.engines.nvfuser import direct_script
+
+    repro = Path(__file__).parent / "repros_2023" / "vector_input_2023.py"
+    (loaded,) = load_path(repro, device="cpu")
+    script = tmp_path / "plain.py"
+    script.write_text(direct_script(replace(loaded, input_specs=None)), encoding="utf-8")
+    text = script.read_text(encoding="utf-8")
+    assert "    128,\n    32,\n]" in text
+    ran = _run_with_standin(script)
+    assert ran.returncode == 0, ran.stderr

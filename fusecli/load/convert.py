@@ -167,7 +167,9 @@ def exact_specs(loaded: LoadedFusion, limit: int = EXACT_LIMIT) -> tuple[InputSp
     specs = []
     for index, (value, declared) in enumerate(zip(loaded.inputs, loaded.fusion.inputs)):
         on_cpu = isinstance(declared, TensorView) and declared.is_cpu
-        if stores_exactly(value, limit):
+        if isinstance(value, list | tuple):  # a vector's values: scalar inputs, flattened
+            specs += [spec_for_value(v, index, False, loaded.where) for v in value]
+        elif stores_exactly(value, limit):
             dtype = str(value.dtype).removeprefix("torch.")
             specs.append(TensorSpec(dtype, tuple(value.shape), tuple(value.stride()),
                                     values=storage_values(value), on_cpu=on_cpu))
