@@ -115,6 +115,32 @@ def test_a_wrong_result_minimizes_to_a_script_that_checks_its_outputs(tmp_path):
     assert _plain(script, "").returncode == 0
 
 
+def test_a_wrong_shape_minimizes_to_a_script_that_checks_its_shapes(tmp_path):
+    """nvFuser returning an output of another shape (a lost expand): a wrong result whose
+    minimized.py raises on the shape under the fault and passes without it; a corpus run
+    attributes the cluster to nvFuser by the same check."""
+    done, report = _bisect(tmp_path, "shape:sin")
+    assert done.returncode == 0, done.stderr
+    assert report["failure_kind"] == "accuracy"
+    minimized = report["minimized"]
+    assert "sin" in minimized["exprs"] and minimized["verified"], minimized
+    script = Path(minimized["repro_py"])
+    failing = _plain(script, "shape:sin")
+    assert failing.returncode == 1 and ", expected (" in failing.stderr, failing.stderr
+    assert _plain(script, "").returncode == 0
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.py").write_text(REPRO, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "fusecli", "run", str(corpus), "--engine", "nvfuser", "--json"],
+        capture_output=True, text=True, env=_env("shape:sin"), timeout=600,
+    )
+    (cluster,) = json.loads(run.stdout)["clusters"]
+    assert cluster["signature"] == "mismatch: wrong shape", cluster
+    assert cluster["attribution"] == "nvfuser", cluster
+    assert cluster["plain"] == "wrong result: output 0: shape (1,), expected (16,)", cluster
+
+
 def test_a_segment_that_fails_alone_is_found_among_nvfusers_segments(tmp_path):
     done, report = _bisect(tmp_path, "assert:sin+sum", "--no-shrink")
     assert done.returncode == 0, done.stderr

@@ -11,6 +11,8 @@ holds every OP named:
 - ``noscheduler``: the segmenter's assert, "Can not find a scheduler to schedule fusion
   segment";
 - ``wrong``: returns outputs computed with OP wrong (fusecli's fault injection);
+- ``shape``: returns every output of rank 1 or more cut to length 1 in its last dimension, as
+  nvFuser 0.2.36 drops an expand after a slice of a broadcast dimension;
 - ``hang``: never returns;
 - ``segfault``: the process dies of SIGSEGV;
 - ``forked``: raises a CUDA initialization error in a child forked from a preloaded
@@ -133,6 +135,9 @@ class FusionDefinition(_FusecliDefinition):
                 raise RuntimeError("CUDA error: initialization error")
             if kind == "wrong":
                 return _with_fault(super(), inputs, sorted(ops))
+            if kind == "shape":
+                outputs = super().execute(inputs, *args, **kwargs)
+                return [o[..., :1] if getattr(o, "ndim", 0) else o for o in outputs]
         return super().execute(inputs, *args, **kwargs)
 
 
