@@ -8,7 +8,10 @@ extracted outside this repository. For the whole session:
   ``fusecli run`` does on a CPU host, and the device queries nvFuser's
   test utilities make (``torch.cuda.is_available``, ``get_device_properties``,
   ``get_device_capability``) answer as an H200 (sm_90) would, so that the tests run instead of
-  skipping themselves;
+  skipping themselves; with ``FUSECLI_CONFORMANCE_DEVICE=cuda`` (``run.py --device cuda``, on a
+  GPU host) none of that: CUDA tensors stay on the GPU, fusecli's default executor (generated
+  kernels, ATen where none) runs them, the device answers for itself and no address-space cap
+  is set (CUDA reserves far more than it uses);
 - tests outside fusecli's scope are skipped with a listed reason (``scope.OUT_OF_SCOPE``),
   decided from the test's own source, and so are tests whose own reference is wrong or fails
   on this host's torch (``scope.WRONG_REFERENCE``);
@@ -30,6 +33,7 @@ import torch
 from scope import OUT_OF_SCOPE, WRONG_REFERENCE  # tests/conformance/scope.py, on PYTHONPATH
 
 TIME_LIMIT_S = 60
+ON_GPU = os.environ.get("FUSECLI_CONFORMANCE_DEVICE", "cpu") == "cuda"
 
 _stack = contextlib.ExitStack()
 
@@ -50,6 +54,8 @@ def _install() -> None:
 
     os.environ.setdefault("DEBUG_SERDE", "disable")  # nvFuser's cache serialization: out of scope
     _stack.enter_context(nvfuser_modules())
+    if ON_GPU:
+        return
     # As fusecli runs a script on the CPU: CPU tensors stand for CUDA ones, ATen executes.
     current = session.current()
     current.map_cuda_to_cpu, current.executor = True, "aten"
@@ -82,7 +88,8 @@ def _limit_memory() -> None:
 
 
 _install()
-_limit_memory()
+if not ON_GPU:
+    _limit_memory()
 
 
 def pytest_unconfigure(config) -> None:

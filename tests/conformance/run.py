@@ -5,6 +5,8 @@
     python tests/conformance/run.py --fuser /tmp/Fuser          # both suites, a table at the end
     python tests/conformance/run.py --fuser /tmp/Fuser --suite direct --json /tmp/direct.json
     python tests/conformance/run.py --fuser /tmp/Fuser --file test_python_frontend.py  # one file
+    python tests/conformance/run.py --fuser /tmp/Fuser --export .nvfuser/suites   # for a GPU host
+    python tests/conformance/run.py --from .nvfuser/suites --device cuda --jobs 8  # there
 
 The suites are read from the clone's git history, never copied into this repository:
 
@@ -72,32 +74,55 @@ def extract(fuser: Path, rev: str, into: Path) -> None:
     (into / "tests" / "__init__.py").touch()
 
 
-def run_suite(fuser: Path, name: str, head: str, extra: list[str],
-              only: list[str] | None = None) -> list[dict]:
+def export_suite(fuser: Path, name: str, head: str, into: Path) -> list[str]:
+    """The suite's ``tests/python`` tree under ``into`` and its test files, listed in
+    ``into/files.txt``: what ``--from`` runs where no clone is (a GPU host)."""
     suite = SUITES[name]
     rev = suite["rev"] or head
-    with tempfile.TemporaryDirectory(prefix=f"fusecli-conformance-{name}-") as folder:
-        folder = Path(folder)
-        extract(fuser, rev, folder)
-        files = suite_files(fuser, rev, suite["folder"], suite["also"])
+    extract(fuser, rev, into)
+    files = suite_files(fuser, rev, suite["folder"], suite["also"])
+    commit = git(fuser, "rev-parse", rev).decode().strip()
+    (into / "files.txt").write_text(f"{commit}\n" + "\n".join(files) + "\n", encoding="utf-8")
+    return files
+
+
+def run_suite(fuser: Path | None, name: str, head: str, extra: list[str],
+              only: list[str] | None = None, jobs: int = 1, device: str = "cpu",
+              exported: Path | None = None) -> list[dict]:
+    """The suite's outcomes: its files in ``jobs`` pytest processes at once (files dealt out
+    round-robin, each process logging to a file of its own), on ``device``; from a clone, or
+    from an ``--export`` folder."""
+    with tempfile.TemporaryDirectory(prefix=f"fusecli-conformance-{name}-") as scratch:
+        if exported is not None:
+            folder = exported.resolve() / name
+            rev, *files = (folder / "files.txt").read_text(encoding="utf-8").split()
+        else:
+            folder = Path(scratch)
+            files = export_suite(fuser, name, head, folder)
+            rev = SUITES[name]["rev"] or head
         if only:
             files = [f for f in files if Path(f).name in only]
             if not files:
                 return []
-        log = folder / "outcomes.jsonl"
-        env = dict(os.environ, FUSECLI_CONFORMANCE_LOG=str(log),
+        env = dict(os.environ, FUSECLI_CONFORMANCE_DEVICE=device,
                    PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), str(folder / "tests")]))
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "plugin", "-p", "no:cacheprovider",
-                   "--continue-on-collection-errors",
-                   "-o", "addopts=", "--rootdir", str(folder / "tests"), *extra,
-                   *[str(folder / f) for f in files]]
-        print(f"conformance: {name} suite at {rev}: {len(files)} files in {suite['folder']}",
-              flush=True)
-        subprocess.run(command, cwd=folder / "tests", env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        if not log.exists():
-            return []
-        return [json.loads(line) for line in log.read_text().splitlines() if line]
+        print(f"conformance: {name} suite at {rev}: {len(files)} files in "
+              f"{SUITES[name]['folder']} on {device}, {jobs} at once", flush=True)
+        shares = [files[k::jobs] for k in range(max(1, jobs)) if files[k::jobs]]
+        logs = [Path(scratch) / f"outcomes_{k}.jsonl" for k in range(len(shares))]
+        running = []
+        for share, log in zip(shares, logs):
+            command = [sys.executable, "-m", "pytest", "-q", "-p", "plugin", "-p",
+                       "no:cacheprovider", "--continue-on-collection-errors", "-o", "addopts=",
+                       "--rootdir", str(folder / "tests"), *extra,
+                       *[str(folder / f) for f in share]]
+            running.append(subprocess.Popen(
+                command, cwd=folder / "tests", env={**env, "FUSECLI_CONFORMANCE_LOG": str(log)},
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for process in running:
+            process.wait()
+        return [json.loads(line) for log in logs if log.exists()
+                for line in log.read_text().splitlines() if line]
 
 
 # A failure that is the CPU running out of memory on inputs sized for an H200 (2**29 draws,
@@ -141,7 +166,7 @@ def _normalized(line: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fuser", type=Path, required=True,
+    parser.add_argument("--fuser", type=Path,
                         help="a clone of NVIDIA/Fuser (a bare git directory will do)")
     parser.add_argument("--suite", choices=[*SUITES, "all"], default="all")
     parser.add_argument("--rev", default="HEAD", help="the revision of the direct suite")
@@ -150,12 +175,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--file", action="append", dest="files", metavar="NAME",
                         help="only this test file of each suite, by its name "
                              "(test_python_frontend.py); repeatable")
+    parser.add_argument("--jobs", type=int, default=1, help="pytest processes at once")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cpu: CUDA mapped to the CPU, ATen executes (the default); cuda: on "
+                             "a GPU host, fusecli's generated kernels on the GPU")
+    parser.add_argument("--export", type=Path, metavar="DIR",
+                        help="only write the suites' test trees to DIR (for --from)")
+    parser.add_argument("--from", type=Path, dest="exported", metavar="DIR",
+                        help="run the suites --export wrote to DIR (no clone needed)")
     args = parser.parse_args(argv)
+    if (args.fuser is None) == (args.exported is None):
+        parser.error("give --fuser CLONE or --from DIR")
     extra = ["-k", args.k] if args.k else []
     names = list(SUITES) if args.suite == "all" else [args.suite]
+    if args.export is not None:
+        for name in names:
+            files = export_suite(args.fuser, name, args.rev, args.export / name)
+            print(f"{name}: {len(files)} files in {args.export / name}")
+        return 0
     results = {}
     for name in names:
-        outcomes = run_suite(args.fuser, name, args.rev, extra, args.files)
+        outcomes = run_suite(args.fuser, name, args.rev, extra, args.files, args.jobs,
+                             args.device, args.exported)
         results[name] = {"tally": tally(outcomes), "outcomes": outcomes}
     print(f"\n{'suite':8} {'collected':>9} {'ran':>5} {'passed':>6} {'failed':>6} "
           f"{'skipped':>7} {'too large':>9} {'pass %':>7}")
