@@ -7,9 +7,10 @@ slice, pad and cat bindings. Sizes known only at run time are checked when the i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fusecli.ir import dtype as dt
+from fusecli.ir.attrs import slice_bounds
 from fusecli.ir.builder import (
     DefinitionError,
     FusionBuilder,
@@ -20,6 +21,7 @@ from fusecli.ir.builder import (
 )
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import (
+    Expr,
     Extent,
     ExtentOp,
     IterDomain,
@@ -119,6 +121,30 @@ def _as_extent(value: int | Scalar) -> Extent:
     from fusecli.ir.builder import extent_from_scalar
 
     return value if isinstance(value, int) else extent_from_scalar(value)
+
+
+def slice_lengths(
+    expr: Expr, size_of: Callable[[Extent], int | None]
+) -> list[tuple[SymbolicExtent, int]]:
+    """(extent, length) for each dimension of the slice ``expr`` whose length the IR gives a
+    symbol of its own (its input's size is known only with the inputs), where its bounds are
+    constants and ``size_of`` knows that size: wrapped and clamped as torch slices."""
+    if expr.op is not OpType.slice or expr.attr("manual_normalization"):
+        return []
+    found = []
+    starts, ends = slice_bounds(expr, expr.inputs)
+    for before, after, start, end in zip(expr.inputs[0].logical, expr.outputs[0].logical,
+                                         starts, ends):
+        extent = after.logical_extent
+        if not isinstance(extent, SymbolicExtent) or not (start.is_constant and end.is_constant):
+            continue
+        size = size_of(before.logical_extent)
+        if size is None:
+            continue
+        lo, hi = (min(max(int(b) + size if int(b) < 0 else int(b), 0), size)
+                  for b in (start.value, end.value))
+        found.append((extent, max(hi, lo) - lo))
+    return found
 
 
 def _slice_bounds(start: Scalar, end: Scalar, extent: Extent, manual: bool):

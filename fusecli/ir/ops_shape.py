@@ -88,7 +88,10 @@ def expand(b: FusionBuilder, arg: TensorView, shape: Vector) -> TensorView:
                     f"cannot expand dimension {axis} of size {source.extent} to {target}: "
                     "only broadcast dimensions can be expanded",
                 )
-            domain.append(copy_domain([source])[0])
+            if isinstance(source.extent, int):
+                domain.append(copy_domain([source])[0])
+            else:  # nvFuser's expand promotes a symbolic extent to the size asked for
+                domain.append(IterDomain.iteration(target))
     if not grows:
         return arg
     out = TensorView(dtype=arg.dtype, domain=tuple(domain))

@@ -15,9 +15,9 @@ import math
 from collections.abc import Mapping, MutableMapping
 
 from fusecli.errors import InputError
-from fusecli.ir.attrs import slice_bounds
-from fusecli.ir.nodes import Fusion, Scalar, SymbolicExtent, TensorView, evaluate_extent
+from fusecli.ir.nodes import Fusion, Scalar, TensorView, evaluate_extent
 from fusecli.ir.opdefs import ELEMENTWISE_KINDS
+from fusecli.ir.ops_resize import slice_lengths
 from fusecli.ir.optype import OpType
 
 _CONFLICT = (
@@ -27,27 +27,18 @@ _CONFLICT = (
 
 
 def bind_slice_lengths(fusion: Fusion, extents: MutableMapping[object, int]) -> None:
-    """The length of each slice whose bounds are constants and whose input's size is bound,
-    wrapped and clamped as torch slices: the IR gives such a length a symbol of its own (the
-    size is known only when the inputs are), and kernels need it before the slice runs."""
+    """The length of each slice whose bounds are constants and whose input's size is bound
+    (``ir.ops_resize.slice_lengths``): kernels need it before the slice runs."""
+
+    def size_of(extent: object) -> int | None:
+        try:
+            return evaluate_extent(extent, extents)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            return None
+
     for expr in fusion.exprs:
-        if expr.op is not OpType.slice or expr.attr("manual_normalization"):
-            continue
-        source, out = expr.inputs[0], expr.outputs[0]
-        starts, ends = slice_bounds(expr, expr.inputs)
-        for before, after, start, end in zip(source.logical, out.logical, starts, ends):
-            extent = after.logical_extent
-            if not isinstance(extent, SymbolicExtent) or extent in extents:
-                continue
-            if not (start.is_constant and end.is_constant):
-                continue
-            try:
-                size = evaluate_extent(before.logical_extent, extents)
-            except (KeyError, TypeError, ValueError, ZeroDivisionError):
-                continue
-            lo, hi = (min(max(int(b) + size if int(b) < 0 else int(b), 0), size)
-                      for b in (start.value, end.value))
-            extents[extent] = max(hi, lo) - lo
+        for extent, length in slice_lengths(expr, size_of):
+            extents.setdefault(extent, length)
 
 
 def check_concrete_sizes(

@@ -66,7 +66,7 @@ def find_aliases(
     """nvFuser's ``findAliases(fusion, EmptyAllocationAs::kUndetermined)``; ``ops`` limits it
     to the ops an older analysis knew (``RuleProfile.no_op_aliases``)."""
     analysis = AliasAnalysis()
-    allocations = _allocations(fusion)
+    allocations = given_allocations(fusion)
     reuse_buffers = {o.value.uid for o in fusion.outputs if o.alias_input is not None}
 
     def preferred(tensor: TensorView) -> Layout:
@@ -99,7 +99,7 @@ def find_aliases(
 # -- layouts a tensor has of its own ----------------------------------------------------------
 
 
-def _allocations(fusion: Fusion) -> dict[int, tuple[int, ...]]:
+def given_allocations(fusion: Fusion) -> dict[int, tuple[int, ...]]:
     """Stride orders of tensors given an allocation: inputs declared with one, outputs added
     with one, and ``stride_order`` results (stride_order[i]: dim i's rank, 0 innermost)."""
     found: dict[int, tuple[int, ...]] = {}

@@ -26,6 +26,7 @@ from fusecli.ir.nodes import (
     evaluate_extent,
     flatten_inputs,
 )
+from fusecli.ir.ops_resize import slice_lengths
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.dims import DimGraph
 
@@ -36,9 +37,13 @@ class FusionGraph:
     """Indexes over a complete fusion that every candidate shares (built once), and the sizes
     of its inputs when known (nvFuser segments a concretized fusion)."""
 
-    def __init__(self, fusion: Fusion, runtime: RuntimeInfo | None = None) -> None:
+    def __init__(
+        self, fusion: Fusion, runtime: RuntimeInfo | None = None, infer_allocation: bool = False
+    ) -> None:
         self.fusion = fusion
         self.runtime = runtime
+        self._infer_allocation = infer_allocation and runtime is not None
+        self._allocation: dict[int, tuple[int, ...]] | None = None
         self.position = {expr.uid: index for index, expr in enumerate(fusion.exprs)}
         self.input_uids = {v.uid for v in fusion.inputs}
         self.output_uids = {o.value.uid for o in fusion.outputs}
@@ -58,6 +63,21 @@ class FusionGraph:
 
             self._namer = Namer(self.fusion)
         return self._namer.tensor_name(tensor)
+
+    @property
+    def allocation(self) -> dict[int, tuple[int, ...]]:
+        """Stride orders of the tensors not laid out in logical order: the inputs'
+        ``stride_order``, and with ``infer_allocation`` those nvFuser's pre-segmentation
+        passes give aliases and outputs (``allocation.py``)."""
+        if self._allocation is None:
+            if self._infer_allocation:
+                from fusecli.segment.allocation import allocation_orders
+
+                self._allocation = allocation_orders(self.fusion, self.runtime)
+            else:
+                self._allocation = {v.uid: v.stride_order for v in self.fusion.inputs
+                                    if isinstance(v, TensorView) and v.stride_order}
+        return self._allocation
 
     def size_of(self, extent: object) -> object:
         """An extent's size where the inputs tell it, else the extent itself."""
@@ -105,13 +125,20 @@ class RuntimeInfo:
                             self.bindings.setdefault(extent, int(size))
             elif isinstance(value, Scalar):
                 self.bindings[value] = actual
-        for expr in fusion.exprs:  # scalars read off tensors: size()
-            if expr.op is OpType.size:
+        for expr in fusion.exprs:
+            if expr.op is OpType.size:  # scalars read off tensors
                 source = expr.inputs[0]
                 extent = source.logical[expr.attr("dim")].logical_extent
                 size = self.extent(extent)
                 if size is not None:
                     self.bindings[expr.output] = size
+            elif expr.op is OpType.slice:
+                self._bind_slice_lengths(expr)
+
+    def _bind_slice_lengths(self, expr: Expr) -> None:
+        """A slice's length from its input's known size (``ir.ops_resize.slice_lengths``)."""
+        for extent, length in slice_lengths(expr, self.extent):
+            self.bindings.setdefault(extent, length)
 
     def extent(self, extent: object) -> int | None:
         try:
@@ -246,6 +273,11 @@ class Candidate:
     def exact_dims(self) -> DimGraph:
         """nvFuser's exact map: broadcasts apart from the iteration dimensions they meet."""
         return DimGraph(self.exprs, exact=True, sizes=self.graph.size_of)
+
+    @cached_property
+    def resize_split_dims(self) -> DimGraph:
+        """Loops that end at each slice, pad and cat: nvFuser's Resize makes a new IterDomain."""
+        return DimGraph(self.exprs, resize_splits=True, sizes=self.graph.size_of)
 
     @cached_property
     def tensors(self) -> list[TensorView]:

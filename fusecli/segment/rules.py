@@ -76,6 +76,10 @@ class RuleProfile:
     # SegmentInplaceUpdatePass: an in-place update near a broadcast is cut off behind
     # segment_set + set (#2999, October 2024, for issue #2664; inplace_update.py)
     segment_inplace_update: bool = False
+    # MarkAliasesPrepare's alias layouts and AllocationDomainPass's output layouts (#1755,
+    # February 2024; allocation.py). Kept off in the older profiles, whose recorded logs
+    # predate fusecli's model of it.
+    allocation_order_inference: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -95,6 +99,7 @@ PROFILES: dict[str, RuleProfile] = {
         remove_empty=True,
         consecutive_cast=True,
         segment_inplace_update=True,
+        allocation_order_inference=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",

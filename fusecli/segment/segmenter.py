@@ -52,7 +52,7 @@ class Segmenter:
         self.profile = PROFILES[profile]
         runtime = RuntimeInfo(fusion, inputs)  # the rewrites keep the inputs and their sizes
         self.fusion = pre_segmentation(fusion, self.profile, runtime)
-        self.graph = FusionGraph(self.fusion, runtime)
+        self.graph = FusionGraph(self.fusion, runtime, self.profile.allocation_order_inference)
         self.ctx = ScheduleContext(runtime, self.profile, switches or Switches(),
                                    aliases=find_aliases(self.fusion, runtime))
         self.log: list[LogEntry] | None = [] if keep_log else None
@@ -132,7 +132,9 @@ class Segmenter:
 
     def _adopt(self, fusion: Fusion) -> None:
         """Segment ``fusion`` (a rewrite of the one segmented so far) from here on."""
-        self.fusion, self.graph = fusion, FusionGraph(fusion, self.ctx.runtime)
+        self.fusion = fusion
+        self.graph = FusionGraph(fusion, self.ctx.runtime,
+                                 self.profile.allocation_order_inference)
         self.ctx.aliases = find_aliases(fusion, self.ctx.runtime)
         self.groups = GroupGraph(self.graph)
         self._answers.clear()

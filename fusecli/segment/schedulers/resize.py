@@ -23,7 +23,6 @@ from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.dims import DimGraph
 from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers import common
 from fusecli.segment.schedulers.pointwise import find_reference
@@ -50,7 +49,7 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         return Verdict.reject(NAME, Rejection.of(Reason.NON_UNIQUE_BROADCAST,
                                                  tensor=name(multiple)))
     for expr in resizes:
-        broadcast = _resized_broadcast(expr)
+        broadcast = _resized_broadcast(candidate, expr)
         if broadcast is not None:
             return Verdict.reject(NAME, Rejection.of(
                 Reason.RESIZE_OF_BROADCAST, tensor=name(broadcast), op=expr.op.value
@@ -69,16 +68,24 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     return Verdict.accept(NAME)
 
 
-def _resized_broadcast(expr: Expr) -> TensorView | None:
-    """The input of a slice or pad whose resized dimension is a broadcast."""
+def _resized_broadcast(candidate: Candidate, expr: Expr) -> TensorView | None:
+    """The input of a slice, pad or cat that resizes a dimension which is, or meets in this
+    segment, a broadcast: nvFuser checks the resized IterDomain's whole group in its broadcast
+    graph (``t2 = t0 + t1[b]; slice(t2)`` would propagate the resize to the broadcast, issue
+    #3571). The group ends at resizes: each makes a new IterDomain."""
+    graph = candidate.resize_split_dims
+    broadcasts = candidate.memo("broadcast_loops", lambda c: {
+        graph.class_of(t, p) for t in c.tensors
+        for p, d in enumerate(t.domain) if d.is_broadcast})
     if expr.op is OpType.cat:
         sources = expr.tensor_inputs()
     else:
         sources = expr.tensor_inputs()[:1]
     out = expr.tensor_outputs()[0]
     for source in sources:
-        for in_domain, out_domain in zip(source.logical, out.logical):
-            if in_domain.is_broadcast and out_domain.rfactor:
+        positions = [p for p, d in enumerate(source.domain) if not d.is_reduction]
+        for position, out_domain in zip(positions, out.logical):
+            if out_domain.rfactor and graph.class_of(source, position) in broadcasts:
                 return source
     return None
 
@@ -88,7 +95,7 @@ def _resize_between(candidate: Candidate, reference: TensorView) -> TensorView |
     loop of the reference's only through a slice, pad or cat (nvFuser's path between the two
     logical domains in its broadcast graph has a Resize)."""
     loose = candidate.dims
-    split = DimGraph(candidate.exprs, resize_splits=True, sizes=candidate.graph.size_of)
+    split = candidate.resize_split_dims
     positions = [p for p, d in enumerate(reference.domain) if not d.is_reduction]
     direct = {split.class_of(reference, p) for p in positions}
     through_any = {loose.class_of(reference, p) for p in positions}

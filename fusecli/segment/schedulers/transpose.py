@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fusecli.ir.nodes import TensorView
-from fusecli.ir.optype import OpType
+from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment import hardware, heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.dims import DimGraph, innermost_position
@@ -53,11 +53,12 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
 
 
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-    sizes = [ctx.runtime.numel(t) for t in candidate.tensors]
-    if None in sizes:
+    """Fewer elements in the first group's reference than one wave of tiles: too small."""
+    reference = _first_reference(candidate)
+    largest = None if reference is None else ctx.runtime.numel(reference)
+    if largest is None:
         return Verdict.accept(NAME)
     threshold = ctx.device.sm_count * TILE * TILE
-    largest = max(sizes, default=0)
     gpu = hardware.note(NAME, threshold, largest, "elements needed to fill the SMs",
                         ctx.device.name)
     if largest < threshold:
@@ -112,19 +113,73 @@ def _grouped_by_innermost(candidate: Candidate) -> dict[object, list[TensorView]
 
 
 def _stride_order(candidate: Candidate, tensor: TensorView) -> tuple[int, ...]:
-    return tensor.stride_order if tensor.uid in candidate.graph.input_uids else ()
+    """The tensor's allocation order (allocation.py); empty for the logical order."""
+    return candidate.graph.allocation.get(tensor.uid, ())
+
+
+def _first_reference(candidate: Candidate) -> TensorView | None:
+    """reference1: the valid reference of the largest group."""
+    groups = list(_groups(candidate).values())
+    return _reference_for(candidate, groups[0]) if groups else None
+
+
+def _reference_for(candidate: Candidate, group: list[TensorView]) -> TensorView | None:
+    """findReferenceFor: the first tensor of most dimensions in ``group`` that is a valid
+    reference (every loop of every segment input is among its loops or theirs before a
+    slice, pad, cat or reshape); None when none is."""
+    best = None
+    for tensor in group:
+        if best is not None and len(tensor.logical) <= len(best.logical):
+            continue
+        if _reaches_all_inputs(candidate, tensor):
+            best = tensor
+    return best
+
+
+def _reaches_all_inputs(candidate: Candidate, tensor: TensorView) -> bool:
+    """areAllInputIdsMappedTo for every segment input: the loops of ``tensor``, followed back
+    through the resizes and reshapes that made them (nvFuser's exact map has a new
+    IterDomain after each), cover every input dimension that is, or meets, an iteration one."""
+    graph = candidate.resize_split_dims
+    covered = {graph.class_of(tensor, p) for p in range(len(tensor.domain))}
+    remade = [e for e in candidate.exprs
+              if e.op.kind is OpKind.RESIZE or e.op is OpType.reshape]
+    grown = True
+    while grown:
+        grown = False
+        for expr in remade:
+            out = expr.tensor_outputs()[0]
+            made = [p for p in range(len(out.domain)) if graph.class_of(out, p) in covered]
+            for source in expr.tensor_inputs():
+                # a resize remakes a dimension from the same one of its input; a reshape's
+                # dimensions come from any of its input's
+                sources = (range(len(source.domain)) if expr.op is OpType.reshape and made
+                           else [p for p in made if p < len(source.domain)])
+                for position in sources:
+                    loop = graph.class_of(source, position)
+                    if loop not in covered:
+                        covered.add(loop)
+                        grown = True
+    iterated = {graph.class_of(t, p) for t in candidate.tensors
+                for p, d in enumerate(t.domain) if not d.is_broadcast}
+    return all(graph.class_of(source, p) in covered
+               for source in candidate.inputs
+               for p, d in enumerate(source.domain)
+               if not d.is_reduction and graph.class_of(source, p) in iterated)
 
 
 def two_valid_groups(candidate: Candidate) -> bool:
     """nvFuser's hasAtLeastTwoValidGroups: two groups by innermost loop, whose references
-    (the tensor of most dimensions in each) both have the second group's innermost loop, and
-    are not the same loops with broadcasts left out (t0[i0, i1] and t1[i2, b3]: two groups
-    only because of the broadcast, which the pointwise scheduler handles well)."""
+    (the valid tensor of most dimensions in each) both have the second group's innermost
+    loop, and are not the same loops with broadcasts left out (t0[i0, i1] and t1[i2, b3]: two
+    groups only because of the broadcast, which the pointwise scheduler handles well)."""
     groups = list(_groups(candidate).values())
     if len(groups) < 2:
         return False
     dims = candidate.dims
-    first, second = (max(group, key=lambda t: len(t.logical)) for group in groups[:2])
+    first, second = (_reference_for(candidate, group) for group in groups[:2])
+    if first is None or second is None:
+        return False
     first_loops = _loops_in_memory(candidate, first)
     second_loops = _loops_in_memory(candidate, second)
     innermost = innermost_position(second, _stride_order(candidate, second))
