@@ -82,13 +82,18 @@ def run_script(path: Path, timeout: float | None, env: dict[str, str] | None = N
                      stderr.decode("utf-8", "replace"), time.perf_counter() - started)
 
 
-def plain_signature(script: str, timeout: float | None) -> str | None:
-    """Run ``script`` alone (``run_script``); None when it passes, else its failure's
-    signature, made as a corpus run makes a failing fusion's."""
+def run_alone(script: str, timeout: float | None) -> ScriptRun:
+    """``script`` written to a folder of its own and run there (``run_script``)."""
     with tempfile.TemporaryDirectory(prefix="fusecli-plain-") as folder:
         path = Path(folder) / "plain.py"
         path.write_text(script, encoding="utf-8")
-        run = run_script(path, timeout)
+        return run_script(path, timeout)
+
+
+def plain_signature(script: str, timeout: float | None) -> str | None:
+    """Run ``script`` alone (``run_script``); None when it passes, else its failure's
+    signature, made as a corpus run makes a failing fusion's."""
+    run = run_alone(script, timeout)
     if run.status == "hang":
         return error_failure_signature(timeout_message(timeout or 0), None)
     if run.status == "pass":
@@ -126,10 +131,7 @@ def attribute_cluster(
 def attribute_wrong_result(script: str, timeout: float | None) -> Attribution:
     """``nvfuser`` when the self-checking plain script's check fails (an output of another
     shape, or outside its bound), else ``translation``, with how it ran."""
-    with tempfile.TemporaryDirectory(prefix="fusecli-plain-") as folder:
-        path = Path(folder) / "plain.py"
-        path.write_text(script, encoding="utf-8")
-        run = run_script(path, timeout)
+    run = run_alone(script, timeout)
     if run.status == "pass":
         return Attribution(TRANSLATION, PASSES)
     lines = [line.strip() for line in run.stderr.splitlines() if line.strip()]

@@ -13,6 +13,7 @@ from fusecli.codegen import cdtypes
 from fusecli.codegen.indexing import Index, add, const
 from fusecli.codegen.kernel import UnsupportedError
 from fusecli.ir.nodes import Expr, Scalar, TensorView
+from fusecli.ir.ops_resize import clamp_index
 from fusecli.ir.optype import OpType
 
 if TYPE_CHECKING:
@@ -28,8 +29,7 @@ def _slice(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ..
         given = [emitter.ctx.constant_of(s) for s in expr.inputs[1 : 1 + len(sizes)]]
         if any(start is None for start in given) or expr.attr("manual_normalization"):
             raise UnsupportedError("slice bounds known only at run time have no CUDA generator")
-        starts = [min(max(int(s) + size if int(s) < 0 else int(s), 0), size)
-                  for s, size in zip(given, sizes)]
+        starts = [clamp_index(int(s), size) for s, size in zip(given, sizes)]
     source = tuple(add(i, const(start)) for i, start in zip(index, starts))
     return emitter.value(expr.inputs[0], source)
 

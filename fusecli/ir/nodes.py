@@ -325,6 +325,23 @@ class Fusion:
     def uses(self, value: Val) -> list[Expr]:
         return self._uses.get(value.uid, [])
 
+    def upstream(self, values: Sequence[Val]) -> set[int]:
+        """Uids of the exprs ``values`` depend on, transitively (a vector is read through its
+        elements)."""
+        exprs: set[int] = set()
+        stack, seen = list(values), set()
+        while stack:
+            value = stack.pop()
+            if value.uid in seen:
+                continue
+            seen.add(value.uid)
+            definition = self._definition.get(value.uid)
+            if definition is not None and definition.uid not in exprs:
+                exprs.add(definition.uid)
+                for operand in definition.inputs:
+                    stack.extend(operand.elements if isinstance(operand, Vector) else (operand,))
+        return exprs
+
     @property
     def output_values(self) -> list[Val]:
         return [out.value for out in self.outputs]

@@ -123,6 +123,11 @@ def _as_extent(value: int | Scalar) -> Extent:
     return value if isinstance(value, int) else extent_from_scalar(value)
 
 
+def clamp_index(index: int, size: int) -> int:
+    """A slice bound as torch takes it: a negative one wraps, then it is clamped to [0, size]."""
+    return min(max(index + size if index < 0 else index, 0), size)
+
+
 def slice_lengths(
     expr: Expr, size_of: Callable[[Extent], int | None]
 ) -> list[tuple[SymbolicExtent, int]]:
@@ -141,8 +146,7 @@ def slice_lengths(
         size = size_of(before.logical_extent)
         if size is None:
             continue
-        lo, hi = (min(max(int(b) + size if int(b) < 0 else int(b), 0), size)
-                  for b in (start.value, end.value))
+        lo, hi = (clamp_index(int(b.value), size) for b in (start, end))
         found.append((extent, max(hi, lo) - lo))
     return found
 
@@ -156,8 +160,7 @@ def _slice_bounds(start: Scalar, end: Scalar, extent: Extent, manual: bool):
         )
     lo, hi = int(start.value), int(end.value)
     if not manual:
-        lo = min(max(lo + extent if lo < 0 else lo, 0), extent)
-        hi = min(max(hi + extent if hi < 0 else hi, 0), extent)
+        lo, hi = clamp_index(lo, extent), clamp_index(hi, extent)
         hi = max(hi, lo)
     elif not (0 <= lo <= hi <= extent):
         raise DefinitionError(

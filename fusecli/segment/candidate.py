@@ -93,19 +93,7 @@ class FusionGraph:
     def live_tensor_exprs(self) -> list[Expr]:
         """The tensor exprs some fusion output depends on, in order; the rest is dead code
         no kernel computes."""
-        live: set[int] = set()
-        stack = [o.value for o in self.fusion.outputs]
-        seen: set[int] = set()
-        while stack:
-            value = stack.pop()
-            if value.uid in seen:
-                continue
-            seen.add(value.uid)
-            producer = self.producer.get(value.uid)
-            if producer is not None and producer.uid not in live:
-                live.add(producer.uid)
-                for operand in producer.inputs:  # a shape vector's scalars are read too
-                    stack.extend(operand.elements if isinstance(operand, Vector) else (operand,))
+        live = self.fusion.upstream(self.fusion.output_values)
         return [e for e in self.fusion.exprs if self.is_tensor_expr(e) and e.uid in live]
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fusecli.ir.builder import copy_domain
-from fusecli.ir.nodes import Expr, Fusion, FusionOutput, TensorView, Val, Vector
+from fusecli.ir.nodes import Expr, Fusion, FusionOutput, TensorView, Val
 from fusecli.ir.optype import OpType
 from fusecli.segment.aliases import AliasAnalysis, find_aliases
 from fusecli.segment.candidate import RuntimeInfo
@@ -73,24 +73,8 @@ def _use_to_segment(
 
 def _exprs_depended_by_non_aliases(fusion: Fusion, analysis: AliasAnalysis) -> set[int]:
     """Uids of the exprs every non-alias tensor (transitively) depends on."""
-    depended: set[int] = set()
-    stack = [
-        value for value in fusion.vals()
-        if isinstance(value, TensorView) and analysis.root(value) is None
-    ]
-    seen: set[int] = set()
-    while stack:
-        value = stack.pop()
-        if value.uid in seen:
-            continue
-        seen.add(value.uid)
-        definition = fusion.definition(value)
-        if definition is None:
-            continue
-        depended.add(definition.uid)
-        for operand in definition.inputs:
-            stack.extend(operand.elements if isinstance(operand, Vector) else (operand,))
-    return depended
+    return fusion.upstream([value for value in fusion.vals()
+                            if isinstance(value, TensorView) and analysis.root(value) is None])
 
 
 def _segment_set(fusion: Fusion, group: list[Use]) -> tuple[Expr, list[Expr]] | None:
