@@ -15,7 +15,9 @@ The split is fixed by seed: ``seed % 3 == 0`` is held out, never looked at while
 the rest is the fit part. ``compare`` reads nvFuser's recorded logs (``scripts/gpu-segmentation-
 population`` records them with ``scripts/record-nvfuser-logs.py``), segments the same fusions
 with fusecli, and prints one agreement table: fit vs held out, by scheduler multiset and by
-exact segment membership (each segment's scheduler and ops).
+exact segment membership (each segment's scheduler and ops). A folder without
+``manifest.json`` (``scripts/harvest-nvfuser-tests.py``'s fusions of nvFuser's own tests) is
+compared as one part, ``harvest``: every ``*.py`` file in it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HELD_OUT_MODULUS = 3
+SPLITS = ("fit", "held_out")
+HARVEST = "harvest"  # the one part of a folder without a manifest: every fusion held out
 
 
 def split_of(seed: int) -> str:
@@ -273,7 +277,7 @@ Membership = Counter  # (scheduler, sorted ops) -> count
 class Agreement:
     name: str
     split: str
-    status: str  # agree, schedulers_only, differ, nvfuser_failed, missing
+    status: str  # agree, schedulers_only, differ, nvfuser_failed, fusecli_failed, missing
     nvfuser: tuple[str, ...] = ()
     fusecli: tuple[str, ...] = ()
 
@@ -297,21 +301,37 @@ def nvfuser_segmentation(log: str) -> tuple[Counter, Membership]:
             Counter((s.scheduler, tuple(sorted(s.ops))) for s in segments))
 
 
+def members_of(folder: Path) -> list[dict]:
+    """The fusions to compare, with their split: a population's ``manifest.json``; in a folder
+    without one (``scripts/harvest-nvfuser-tests.py``'s), every ``*.py`` file, in one part
+    named ``harvest``."""
+    manifest = folder / "manifest.json"
+    if manifest.exists():
+        return json.loads(manifest.read_text(encoding="utf-8"))
+    return [{"name": path.stem, "split": HARVEST} for path in sorted(folder.glob("*.py"))]
+
+
 def compare(population: Path, logs: Path) -> list[Agreement]:
-    manifest = json.loads((population / "manifest.json").read_text(encoding="utf-8"))
+    manifest = members_of(population)
     outcomes_file = logs / "outcomes.json"
     outcomes = json.loads(outcomes_file.read_text()) if outcomes_file.exists() else {}
     results = []
     for entry in manifest:
         name, split = entry["name"], entry["split"]
         log_file = logs / f"{name}.log"
-        if outcomes.get(name, "ok") != "ok":
-            results.append(Agreement(name, split, "nvfuser_failed"))
+        outcome = outcomes.get(name, "ok")
+        if outcome != "ok":
+            failed = outcome.startswith("fusecli could not")
+            results.append(Agreement(name, split, "fusecli_failed" if failed else "nvfuser_failed"))
             continue
         if not log_file.exists():
             results.append(Agreement(name, split, "missing"))
             continue
-        _, ours, our_groups = fusecli_segmentation(population / f"{name}.py")
+        try:
+            _, ours, our_groups = fusecli_segmentation(population / f"{name}.py")
+        except Exception:  # a harvested test fusion fusecli cannot segment: that is its result
+            results.append(Agreement(name, split, "fusecli_failed"))
+            continue
         theirs, their_groups = nvfuser_segmentation(log_file.read_text(encoding="utf-8"))
         status = ("agree" if our_groups == their_groups
                   else "schedulers_only" if ours == theirs else "differ")
@@ -324,7 +344,8 @@ def table(results: list[Agreement]) -> str:
     """Agreement per split: of the fusions nvFuser segmented, how many have fusecli's
     scheduler multiset, and how many have its segments exactly."""
     lines = [f"{'part':<9} {'fusions':>7} {'recorded':>8} {'schedulers':>11} {'exact':>7}"]
-    for part in ("fit", "held_out", "all"):
+    parts = (HARVEST,) if results and {r.split for r in results} == {HARVEST} else SPLITS
+    for part in (*parts, "all"):
         chosen = [r for r in results if part == "all" or r.split == part]
         recorded = [r for r in chosen if r.status in ("agree", "schedulers_only", "differ")]
         same = sum(r.status in ("agree", "schedulers_only") for r in recorded)

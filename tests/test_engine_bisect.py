@@ -172,6 +172,51 @@ def test_a_time_budget_keeps_the_smallest_failure_found_and_progress_reaches_a_l
     assert any(line.startswith("bisect minimize") for line in lines), done.stderr
 
 
+def test_dead_code_goes_first_in_one_question_as_nvfuser_never_compiles_it(tmp_path):
+    """The fusion's own outputs need 5 of its 11 ops; the rest is dead code that nvFuser
+    drops before it segments. Minimization asks about the live part first, in one
+    question, rather than removing dead ops one by one with each dead end an output."""
+    dead = REPRO.replace(
+        "    fd.add_output(T7)\n",
+        "    T11 = fd.ops.cos(T9)\n    T12 = fd.ops.sum(T11, dims=[0], keepdim=False)\n",
+    ).replace("    fd.add_output(T10)\n", "    fd.add_output(T3)\n    fd.add_output(T10)\n")
+    repro = tmp_path / "repro.py"
+    repro.write_text(dead, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
+         str(tmp_path / "out"), "-j", "2", "--json", "--mode", "minimize", "--no-shrink"],
+        capture_output=True, text=True, env=_env("assert:sin+sum"), timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    minimized = json.loads(done.stdout)["minimized"]
+    first = minimized["steps"][0]
+    assert (first["phase"], first["failing"]) == ("dead code", True), minimized["steps"][:3]
+    assert first["question"] == "5 ops the outputs need"
+    assert sorted(minimized["exprs"]) == ["sin", "sum"]
+    assert minimized["verified"]
+
+
+def test_common_subexpressions_are_read_once_in_one_question(tmp_path):
+    """A traced fusion computes the same op once per use; one question merges every copy."""
+    twice = REPRO.replace("    T8 = fd.ops.sin(T3)\n",
+                          "    T3b = fd.ops.exp(T2)\n    T8b = fd.ops.sin(T3b)\n"
+                          "    T8 = fd.ops.add(T8b, T3)\n")
+    repro = tmp_path / "repro.py"
+    repro.write_text(twice, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
+         str(tmp_path / "out"), "-j", "2", "--json", "--mode", "minimize", "--no-shrink"],
+        capture_output=True, text=True, env=_env("assert:sin+sum"), timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    minimized = json.loads(done.stdout)["minimized"]
+    merged = [s for s in minimized["steps"] if s["phase"] == "merge"]
+    assert merged[0]["question"] == "all 1 common subexpressions", merged
+    assert merged[0]["failing"]
+    assert sorted(minimized["exprs"]) == ["sin", "sum"]
+    assert minimized["verified"]
+
+
 def test_a_corpus_under_the_engine_clusters_and_attributes_failures_in_one_document(tmp_path):
     """Two files fail alike, one passes and one prints on descriptor 1 while it loads: with
     --jobs 2, one JSON document on stdout, one cluster of two, attributed to nvFuser (its

@@ -218,6 +218,28 @@ def test_segment_set_splits_the_fusion():
     assert first[-1] == "segment_set"
 
 
+def test_values_only_dead_code_reads_are_not_written_by_the_kernel():
+    """A permuted intermediate that only a dead reshape reads is no segment output: the
+    kernel writes the fusion's outputs and nothing else (found on the performance population,
+    where it wrote two 256 MiB intermediates)."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True],
+                              dtype=DataType.Int)
+        t1 = fd.ops.sub(fd.ops.abs(t0), t0)
+        t2 = fd.ops.permute(t1, dims=[2, 0, 1])
+        fd.ops.reshape(t2, new_shape=[-1, 8])  # dead
+        fd.ops.neg(t1)  # dead
+        t3 = fd.ops.cast(t2, dtype=DataType.Float)
+        fd.add_output(t3)
+    inputs = [torch.randint(-5, 5, (2, 4, 8))]
+    result = segment_fusion(fd.fusion, inputs)
+    outputs = [v for s in result.segments for v in s.outputs]
+    assert [v.uid for v in outputs] == [fd.fusion.outputs[0].value.uid]
+    run = execute_segmented(result, inputs)
+    expected = (inputs[0].abs() - inputs[0]).permute(2, 0, 1).float()
+    assert torch.equal(run.outputs[0], expected)
+
+
 def test_scalar_size_exprs_are_resolved_between_segments():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)

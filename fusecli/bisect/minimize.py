@@ -142,7 +142,8 @@ def minimize(
     started, asked = time.perf_counter(), oracle.queries
     prober = Prober(slicer, oracle, tracker, max_queries, max_seconds)
     order = {e.uid: i for i, e in enumerate(slicer.units)}
-    selection = _smallest_failing_cone(slicer, replace(start, outputs=None), prober, tracker)
+    selection = _without_dead_code(slicer, start, prober, tracker)
+    selection = _smallest_failing_cone(slicer, selection, prober, tracker)
 
     def report(current: list, granularity: int) -> None:
         chunk = max(1, len(current) // granularity)
@@ -158,6 +159,7 @@ def minimize(
         # every question of a large fusion moves its inputs and computes its reference:
         # smaller sizes first make the many questions of ddmin cheap
         selection = _shrink(selection, sizes_of(piece), prober, tracker, width)
+    selection = _common_subexpressions(slicer, selection, prober, tracker)
     for _ in range(_BYPASS_ROUNDS):
         kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
                      width=width, on_step=report)
@@ -224,6 +226,24 @@ def _merge(
                          "values merged")
 
 
+def _common_subexpressions(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker
+) -> Selection:
+    """``selection`` with every common subexpression read once (a traced fusion repeats a
+    broadcast or a cast per use), when the failure stays: one question before ddmin, which
+    would otherwise remove the copies one at a time."""
+    pairs = slicer.merges(selection, identical=True)
+    if not pairs:
+        return selection
+    tracker.update("merge", f"{len(pairs)} common subexpressions")
+    trial = slicer.merge(selection, pairs)
+    try:
+        failed = prober.fails([trial], "merge", [f"all {len(pairs)} common subexpressions"])
+    except Budget:
+        return selection
+    return trial if failed[0] else selection
+
+
 def _replace_many(
     selection: Selection, candidates: list, apply: Callable[[Selection, list], Selection],
     prober: Prober, width: int, phase: str, what: str,
@@ -248,6 +268,30 @@ def _replace_many(
         return selection
     kept = ddmin(candidates, test, width=width)
     return trial(kept) if len(kept) < len(candidates) else selection
+
+
+def _without_dead_code(
+    slicer: Slicer, start: Selection, prober: Prober, tracker: Tracker
+) -> Selection:
+    """``start`` less the exprs none of the fusion's own outputs needs, as nvFuser compiles
+    it (its Fusion holds only what its outputs depend on), when that still fails; else
+    ``start`` with its dead ends as outputs. Removing dead code op by op instead makes each
+    dead end an output in turn: every question then asks about a fusion nvFuser never saw,
+    and a failure that needs the original outputs' kernels survives none of them."""
+    start = replace(start, outputs=None)
+    own = {o.value.uid for o in slicer.fusion.outputs}
+    kept = tuple(uid for uid in slicer.output_uids(start) if uid in own)
+    if not kept:
+        return start
+    live = replace(slicer.live(replace(start, outputs=kept)), outputs=None)
+    if live.exprs == start.exprs or not live.exprs:
+        return start
+    tracker.update("dead code", f"{len(start.exprs) - len(live.exprs)} ops no output needs")
+    try:
+        failed = prober.fails([live], "dead code", [f"{len(live.exprs)} ops the outputs need"])
+    except Budget:
+        return start
+    return live if failed[0] else start
 
 
 def _smallest_failing_cone(

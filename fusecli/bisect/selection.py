@@ -208,12 +208,13 @@ class Slicer:
             bypass=tuple(sorted({*selection.bypass, *added})),
         )
 
-    def merges(self, selection: Selection) -> list[tuple[int, int]]:
+    def merges(self, selection: Selection, identical: bool = False) -> list[tuple[int, int]]:
         """(value uid, replacement uid): for each tensor the selection computes or reads, an
         earlier one of the same dtype and form that could be read in its place (its producer
         then goes): an identical expr first (a common subexpression), else the first alike (two
-        inputs of one shape become one). Earlier, in the original fusion's order, so that the
-        replacement never depends on what it replaces and no two merges make a cycle."""
+        inputs of one shape become one); with ``identical``, common subexpressions only.
+        Earlier, in the original fusion's order, so that the replacement never depends on what
+        it replaces and no two merges make a cycle."""
         exprs, inputs, _ = self.plan(selection)
         present = [*inputs, *(o for e in exprs if e.uid in selection.exprs for o in e.outputs)]
         present = [v for v in present if isinstance(v, TensorView)]
@@ -229,7 +230,8 @@ class Slicer:
             if not earlier:
                 continue
             same = [b for b in earlier if self._identical(value, b, aliases)]
-            found.append((value.uid, (same or earlier)[0].uid))
+            if same or not identical:
+                found.append((value.uid, (same or earlier)[0].uid))
         return found
 
     def merge(self, selection: Selection, pairs: list[tuple[int, int]]) -> Selection:

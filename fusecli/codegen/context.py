@@ -87,6 +87,14 @@ class KernelContext:
             self._shapes[tensor.uid] = tuple(int(s) for s in sizes)
         return self._shapes[tensor.uid]
 
+    def buffer_shape(self, tensor: TensorView) -> tuple[int, ...]:
+        """The shape of the memory a kernel writes for output ``tensor``: 1 along its expanded
+        broadcast dims, whose elements are all one value (the runtime expands it)."""
+        return tuple(
+            1 if domain.is_broadcast and domain.expanded is not None else size
+            for domain, size in zip(tensor.logical, self.shape(tensor))
+        )
+
     def numel(self, tensor: TensorView) -> int:
         total = 1
         for size in self.shape(tensor):
@@ -123,9 +131,10 @@ class KernelContext:
 
     def output_param(self, tensor: TensorView) -> KernelArg:
         if tensor.uid not in self._params:
+            shape, buffer = self.shape(tensor), self.buffer_shape(tensor)
             self._add(ArgKind.OUTPUT, self.name(tensor),
                       f"{cdtypes.storage_type(tensor.dtype)}* __restrict__", tensor,
-                      shape=self.shape(tensor))
+                      shape=buffer, logical_shape=shape if buffer != shape else ())
         return self._params[tensor.uid]
 
     def scalar_param(self, scalar: Scalar) -> KernelArg:

@@ -33,9 +33,13 @@ class KernelArg:
 
     ``value`` is the IR value (a TensorView or Scalar; None for a workspace); ``expr`` the
     random expr whose seed or offset an RNG_SEED or RNG_OFFSET parameter carries; ``shape``
-    the concrete shape of outputs. A WORKSPACE parameter is ``nbytes`` bytes of device memory;
-    with ``zeroed`` they must be zero on entry, and the kernel leaves them zero again, so that a
-    launch may keep one such buffer for all its calls (a grid reduction's arrival counters).
+    the concrete shape of an output's buffer: its logical shape, less its expanded broadcast
+    dims (size 1 there: the kernel writes each distinct value once); ``logical_shape`` the
+    output's shape where that differs (else empty), to which the runtime expands the buffer
+    (stride 0 along those dims, as nvFuser allocates them). A WORKSPACE parameter is
+    ``nbytes`` bytes of device memory; with ``zeroed`` they must be zero on entry, and the
+    kernel leaves them zero again, so that a launch may keep one such buffer for all its calls
+    (a grid reduction's arrival counters).
     """
 
     kind: ArgKind
@@ -45,6 +49,7 @@ class KernelArg:
     value: TensorView | Scalar | None
     expr: Expr | None = None
     shape: tuple[int, ...] = ()
+    logical_shape: tuple[int, ...] = ()
     nbytes: int = 0
     zeroed: bool = False
 

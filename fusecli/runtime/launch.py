@@ -114,7 +114,7 @@ class Launch:
                 launch.inputs.append((slot, positions[param.value.uid]))
             elif param.kind is ArgKind.OUTPUT:
                 launch.outputs.append((slot, param.value.uid, param.shape,
-                                       dt.to_torch(param.dtype)))
+                                       dt.to_torch(param.dtype), param.logical_shape))
             elif param.kind is ArgKind.WORKSPACE:
                 launch.others.append((slot, param, {}))  # its zeroed memory, made once
             else:
@@ -129,11 +129,11 @@ class Launch:
         with self.lock:
             for slot, position in self.inputs:
                 slots[slot] = inputs[position].data_ptr()
-            for slot, uid, shape, dtype in self.outputs:
+            for slot, uid, shape, dtype, logical in self.outputs:
                 tensor = torch.empty(shape, dtype=dtype, device=device)
                 if executor.poison:
                     poison_tensor(tensor)
-                outputs[uid] = tensor
+                outputs[uid] = tensor.expand(logical) if logical else tensor
                 slots[slot] = tensor.data_ptr()
             held = []  # workspaces made for this call: alive until it is queued
             for slot, param, typed in self.others:
@@ -165,7 +165,8 @@ class Launch:
         slots, lock, device, address, params = (
             self.slots, self.lock, self.device, self.address, self.params)
         inputs = tuple(self.inputs)
-        outputs = tuple((slot, shape, dtype) for slot, _, shape, dtype in self.outputs)
+        outputs = tuple((slot, shape, dtype, logical)
+                        for slot, _, shape, dtype, logical in self.outputs)
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
         launch_kernel, stream_of, empty = (
             _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty)
@@ -175,10 +176,10 @@ class Launch:
             with lock:
                 for slot, position in inputs:
                     slots[slot] = tensors[position].data_ptr()
-                for slot, shape, dtype in outputs:
+                for slot, shape, dtype, logical in outputs:
                     tensor = empty(shape, dtype=dtype, device=device)
                     slots[slot] = tensor.data_ptr()
-                    made.append(tensor)
+                    made.append(tensor.expand(logical) if logical else tensor)
                 launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
             return made
 
@@ -220,7 +221,8 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
                      device: torch.device, poison: bool = False,
                      ) -> tuple[list[Any], dict[int, torch.Tensor]]:
     """The values of ``kernel``'s parameters (tensors, packed numbers) and its new outputs,
-    filled with NaN (all ones for integers) when ``poison``."""
+    filled with NaN (all ones for integers) when ``poison``. An output's buffer is 1 along its
+    expanded broadcast dims; the output is that buffer expanded (stride 0 there)."""
     values: list[Any] = []
     outputs: dict[int, torch.Tensor] = {}
     for param in kernel.args:
@@ -230,7 +232,8 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
             tensor = torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device)
             if poison:
                 poison_tensor(tensor)
-            outputs[param.value.uid] = tensor
+            outputs[param.value.uid] = (
+                tensor.expand(param.logical_shape) if param.logical_shape else tensor)
             values.append(tensor)
         elif param.kind is ArgKind.WORKSPACE:
             values.append(workspace(param, device))

@@ -211,7 +211,7 @@ def _kernel_step(program: _Program, segment: Any, launch: Any, executor: Any) ->
     """The planned launch, given the segment's inputs; its outputs become locals. A kernel of
     tensors alone is one call of ``Launch.plain``; others go through the launch's own call."""
     tensors = ", ".join(f"v{value.uid}" for value in segment.inputs)
-    outputs = [uid for _, uid, _, _ in launch.outputs]
+    outputs = [uid for _, uid, *_ in launch.outputs]
     plain = launch.plain(executor)
     if plain is not None:
         program.lines.append(f"{', '.join(f'v{uid}' for uid in outputs)}, = "

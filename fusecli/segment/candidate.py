@@ -48,10 +48,15 @@ class FusionGraph:
         self.input_uids = {v.uid for v in fusion.inputs}
         self.output_uids = {o.value.uid for o in fusion.outputs}
         self.producer: dict[int, Expr] = {}
+        # dead code reads values too, but no kernel computes it: a value only dead exprs read
+        # is no segment's output (nvFuser segments the exprs its outputs depend on)
         self.consumers: dict[int, list[Expr]] = {}
+        live = fusion.upstream(fusion.output_values)
         for expr in fusion.exprs:
             for out in expr.outputs:
                 self.producer[out.uid] = expr
+            if expr.uid not in live:
+                continue
             for value in expr.inputs:
                 self.consumers.setdefault(value.uid, []).append(expr)
         self._namer = None
