@@ -30,6 +30,8 @@ def main() -> int:
         after = len(minimized.get("exprs", [])) if minimized else ""
         opinion = ""
         report = Path(record.get("report_md") or "")
+        if not report.is_file():  # read elsewhere than where it was written: beside the JSON
+            report = path.parent / path.stem / "report.md"
         if report.is_file():
             text = report.read_text(encoding="utf-8")
             opinion = text.split("## A second opinion: fusecli's model", 1)[-1].strip()

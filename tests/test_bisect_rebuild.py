@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusecli.bisect.ddmin import Budget, ddmin, split
+from fusecli.bisect.ddmin import Budget, ddmin, one_by_one, split
 from fusecli.bisect.rebuild import NOT_REPLAYABLE
 from fusecli.bisect.segments import probes
 from fusecli.bisect.selection import BuildError, Selection, Slicer
@@ -185,6 +185,24 @@ def test_ddmin_asks_complements_first_in_waves_for_a_spread_failure():
 
     assert ddmin(list(range(40)), test, width=8) == sorted(needed)
     assert waves <= 30
+
+
+def test_the_last_granularity_goes_on_from_where_it_removed():
+    """Removing items one at a time, a pass resumes after each removal instead of asking
+    about the items before it again: 40 items of which 20 are needed take two passes."""
+    needed = list(range(0, 40, 2))
+    test, calls = _counting(set(needed))
+    assert one_by_one(list(range(40)), test) == needed
+    assert len(calls) <= 40 + 20  # a pass of 40 questions, then one of the 20 left
+    waves = 0
+
+    def wave(batch):
+        nonlocal waves
+        waves += 1
+        return test(batch)
+
+    assert one_by_one(list(range(40)), wave, width=4) == needed
+    assert waves <= 20 + 5  # a wave per removal, then 20 items 4 at a time
 
 
 def test_ddmin_stops_at_the_budget_with_the_smallest_failing_list():

@@ -84,6 +84,44 @@ def ddmin(
             if granularity >= len(current):
                 break
             granularity = min(len(current), 2 * granularity)
+            if granularity >= len(current):
+                return one_by_one(current, test, width=width, on_step=on_step)
+    except Budget:
+        pass
+    return current
+
+
+def one_by_one(
+    items: Sequence[T],
+    test: BatchTest,
+    *,
+    width: int = 1,
+    on_step: Callable[[list[T], int], None] | None = None,
+) -> list[T]:
+    """ddmin's last granularity (each item removed alone), as passes that go on after a
+    removal from where they were rather than from the first item: the items before it were
+    needed a moment ago and mostly still are, so asking about them again is what made this
+    phase quadratic. A pass without a removal ends it: the list is then 1-minimal. The first
+    failing candidate of a wave wins and the next wave starts right after it, so the result
+    is the same for any ``width``."""
+    current = list(items)
+    cursor, removed = 0, False
+    try:
+        while len(current) >= 2:
+            if cursor >= len(current):
+                if not removed:
+                    break
+                cursor, removed = 0, False
+            if on_step:
+                on_step(current, len(current))
+            end = min(len(current), cursor + max(1, width))
+            candidates = [current[:index] + current[index + 1:] for index in range(cursor, end)]
+            results = test(candidates)
+            found = next((offset for offset, failed in enumerate(results) if failed), None)
+            if found is None:
+                cursor = end
+                continue
+            current, cursor, removed = candidates[found], cursor + found, True
     except Budget:
         pass
     return current

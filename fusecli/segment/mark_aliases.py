@@ -82,7 +82,8 @@ def _segment_set(fusion: Fusion, group: list[Use]) -> tuple[Expr, list[Expr]] | 
     or None where nvFuser inserts none."""
     used = group[0][0]
     users = [user for _, user in group]
-    all_uses = {expr.uid for expr in fusion.uses(used)}
+    # A size read off the tensor is no use in nvFuser: it reads the extent, not the data.
+    all_uses = {expr.uid for expr in fusion.uses(used) if expr.op is not OpType.size}
     if len(users) == len(all_uses):
         if used in fusion.inputs:
             return None  # a segment_set between a fusion input and its users is useless
