@@ -64,3 +64,18 @@ def test_an_unrolled_dropout_draws_the_same_numbers(unrolled) -> None:
 def test_random_unrolled_pointwise_fusions_match_the_reference(unrolled, seed: int) -> None:
     fd, inputs = random_pointwise(seed)
     check_on_emulator(fd.fusion, inputs)
+
+
+@needs_gxx
+def test_one_byte_types_move_sixteen_lanes_per_access() -> None:
+    """Bool kernels take 16 lanes (128 bits) per access, as nvFuser vectorizes 1-byte types
+    (128 bits over the widest type), or fewer where the row does not divide; values as
+    eager torch's."""
+    for shape, lanes in (([24, 80], 16), ([3, 40], 8)):
+        a, b = torch.rand(shape) > 0.5, torch.rand(shape) > 0.3
+        fd = fusion_of(lambda fd: fd.add_output(fd.ops.logical_and(  # noqa: B023
+            fd.ops.logical_not(define(fd, a)), define(fd, b))))  # noqa: B023
+        (_, kernel), = kernels_of(fd.fusion, [a, b])
+        assert f"vectorize={lanes}," in kernel.params
+        assert f"Vec<bool, {lanes}>" in kernel.source
+        assert check_on_emulator(fd.fusion, [a, b]) == 1

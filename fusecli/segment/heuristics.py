@@ -20,7 +20,7 @@ from fusecli.ir.optype import OpKind
 from fusecli.segment.candidate import Candidate
 
 VECTOR_BYTES = 16  # the widest access: one 16-byte load or store per thread and lane group
-MAX_VECTORIZE = 8
+MAX_VECTORIZE = 16  # 128 bits of a 1-byte type, as nvFuser (vectorize_helper: 128 / max dtype bits)
 POINTWISE_THREADS = 256
 # Past 2**22 vector groups (a 64 MiB bf16 tensor) a thread takes 2 groups per step (4 where it
 # draws random numbers: a Philox call per 4 elements is compute to hide), 128 to a block.
