@@ -327,6 +327,41 @@ def one_op(fd: FusionDefinition) -> None:
                                                dtype=DataType.Float)))
 
 
+def three_segments(fd: FusionDefinition) -> None:
+    """A linear (expr_eval), then a row sum and a normalization (a reduction and a pointwise
+    kernel, or one normalization): the host cost of a multi-segment warm call."""
+    x = fd.define_tensor(shape=[64, 64], contiguity=[True, True], dtype=DataType.Float)
+    w = fd.define_tensor(shape=[64, 64], contiguity=[True, True], dtype=DataType.Float)
+    y = fd.ops.linear(x, w)
+    total = fd.ops.sum(y, dims=[1], keepdim=True)
+    fd.add_output(fd.ops.exp(fd.ops.sub(y, total)))
+
+
+HOST_CASES = (("relu over 1,024 floats", one_op, ((1024,),)),
+              ("linear + sum + sub/exp over 64x64 (several segments)", three_segments,
+               ((64, 64), (64, 64))))
+
+
+def host_times(nvfuser: Any) -> dict[str, dict[str, float]]:
+    """Warm host microseconds per call of each HOST_CASES fusion, per engine (rounds taking
+    turns; each engine's median round)."""
+    times = {}
+    for label, define_fn, shapes in HOST_CASES:
+        with FusionDefinition() as small:
+            define_fn(small)
+        tensors = [torch.randn(shape, device="cuda") for shape in shapes]
+        calls = {"fusecli": lambda s=small, t=tensors: s.execute(t)}
+        if nvfuser is not None:
+            theirs = nvfuser_definition(small, label.split()[0], tensors, nvfuser)
+            calls["nvfuser"] = lambda f=theirs, t=tensors: f.execute(t)
+        rounds: dict[str, list[float]] = {engine: [] for engine in calls}
+        for _ in range(5):
+            for engine, call in calls.items():
+                rounds[engine].append(host_us(call))
+        times[label] = {engine: statistics.median(r) for engine, r in rounds.items()}
+    return times
+
+
 def rss_mb() -> float:
     with open("/proc/self/status") as status:
         for line in status:
@@ -402,6 +437,7 @@ def main() -> int:
         for engine, call in calls.items():
             host[engine].append(host_us(call))
     host = {engine: statistics.median(rounds) for engine, rounds in host.items()}
+    host_cases = host_times(nvfuser)
     torch.cuda.synchronize()
     memory_before, rss_before = torch.cuda.memory_allocated(), rss_mb()
     for _ in range(args.memory_calls):
@@ -432,12 +468,16 @@ def main() -> int:
             print(f"    {engine} kernels per call: {listed}")
     print("\nhost time per warm fd.execute of relu over 1,024 floats: " + ", ".join(
         f"{k} {v:.1f} us" for k, v in host.items()))
+    for label, times in host_cases.items():
+        print(f"host time per warm fd.execute, {label}: " + ", ".join(
+            f"{k} {v:.1f} us" for k, v in times.items()))
     print(f"fusecli over {args.memory_calls} warm calls: device memory "
           f"{memory_before / 2**20:.1f} -> {memory_after / 2**20:.1f} MiB, host RSS "
           f"{rss_before:.0f} -> {rss_after:.0f} MB")
     if args.json:
         args.json.write_text(json.dumps({
             "copy_gbps": copy, "rows": [asdict(r) for r in rows], "host_us": host,
+            "host_us_cases": host_cases,
             "memory": {"device_before": memory_before, "device_after": memory_after,
                        "rss_before_mb": rss_before, "rss_after_mb": rss_after},
         }, indent=1))

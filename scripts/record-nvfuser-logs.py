@@ -51,18 +51,32 @@ def main(argv: list[str]) -> int:
     out_dir, sources = Path(argv[0]), [Path(arg) for arg in argv[1:]]
     load_nvfuser()
     out_dir.mkdir(parents=True, exist_ok=True)
-    outcomes: dict[str, str] = {}
-    for path in discover(sources):
+    outcomes_file = out_dir / "outcomes.json"
+    # a recording this process took over from (see below) left its outcomes here
+    outcomes: dict[str, str] = (
+        json.loads(outcomes_file.read_text()) if outcomes_file.exists() else {})
+    files = list(discover(sources))
+    for index, path in enumerate(files):
         try:
             fusions = load_path(path, device="cuda")
         except Exception as error:  # one file's failure is its outcome
-            outcomes[path.stem] = f"fusecli could not load it: {first_line(error)}"
-            continue
+            fusions, outcomes[path.stem] = [], f"fusecli could not load it: {first_line(error)}"
         for loaded in fusions:
             outcomes[loaded.name] = record(loaded, out_dir)
             print(f"{loaded.name}: {outcomes[loaded.name]}", flush=True)
-    (out_dir / "outcomes.json").write_text(json.dumps(outcomes, indent=1) + "\n")
+        outcomes_file.write_text(json.dumps(outcomes, indent=1) + "\n")
+        if _poisoned(outcomes.get(path.stem, "")) or any(
+                _poisoned(outcomes[f.name]) for f in fusions):
+            # a device-side assert leaves this process's CUDA context unusable: every file
+            # after it would fail the same way; a fresh interpreter records the rest
+            rest = [str(f) for f in files[index + 1:]]
+            if rest:
+                os.execv(sys.executable, [sys.executable, __file__, str(out_dir), *rest])
     return 0
+
+
+def _poisoned(outcome: str) -> bool:
+    return "CUDA error" in outcome
 
 
 if __name__ == "__main__":
