@@ -1,0 +1,145 @@
+"""``benchmarks/sweep.py``: the variant grids, their kernels, and the summary, on the CPU.
+
+Segments come from small fusions run on meta tensors with ATen (as the dry run does); the timer
+is injected, so the summary is checked against fabricated times. The timing itself runs on the
+GPU machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusecli.codegen import Kernel, generate, nvrtc
+from fusecli.frontend import DataType, FusionDefinition
+from fusecli.segment.schedulers import REGISTRY
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import sweep  # noqa: E402
+
+
+def _pointwise(fd: FusionDefinition) -> None:
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    fd.add_output(fd.ops.add(fd.ops.relu(x), fd.define_scalar(1.0, dtype=DataType.Double)))
+
+
+def _row_sum(fd: FusionDefinition) -> None:
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    fd.add_output(fd.ops.sum(x, dims=[1], keepdim=False))
+
+
+def _case(define, shape: tuple[int, ...], scheduler: str) -> sweep.SegmentCase:
+    with FusionDefinition() as fd:
+        define(fd)
+    inputs = [torch.empty(shape, device="meta")]
+    cases = list(sweep.segment_cases("small", fd.fusion, inputs, executor="aten"))
+    assert [case.segment.scheduler for case in cases] == [scheduler]
+    return cases[0]
+
+
+CASES = {
+    "pointwise": (_pointwise, (64, 256), "pointwise"),
+    "reduction": (_row_sum, (64, 1024), "reduction"),
+}
+
+
+def _default_and_grid(case: sweep.SegmentCase):
+    default = REGISTRY[case.segment.scheduler].heuristics(case.segment.candidate, case.sizes)
+    return default, sweep.variant_grid(default, case.segment.scheduler)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_grid_starts_with_the_default_and_names_each_variant_once(name: str) -> None:
+    default, grid = _default_and_grid(_case(*CASES[name]))
+    labels = [sweep.label(params) for params in grid]
+    assert len(grid) > 4 and grid[0] == default
+    assert len(set(labels)) == len(labels)
+    assert any("threads=" in label for label in labels[1:])
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_variant_generates_a_kernel_of_its_own_launch(name: str) -> None:
+    case = _case(*CASES[name])
+    _, grid = _default_and_grid(case)
+    blocks = set()
+    for params in grid:
+        kernel = generate(replace(case.segment, params=params), case.sizes, case.tensors)
+        assert isinstance(kernel, Kernel), (sweep.label(params), kernel)
+        assert 'extern "C" __global__' in kernel.source and kernel.name in kernel.source
+        blocks.add(kernel.block)
+    assert len(blocks) > 1  # the variants do change the launch
+
+
+def _fabricated(case: sweep.SegmentCase, kernels: list[Kernel]) -> list[float | str]:
+    """Times from each kernel's params: 512 threads and unroll 4 fastest, 128 threads fails."""
+    times: list[float | str] = []
+    for kernel in kernels:
+        params = dict(re.findall(r"(\w+)=(\w+)", kernel.params))
+        if params["threads"] == "128":
+            times.append("outputs differ from the default kernel's")
+        else:
+            times.append(1.0 - 0.1 * (params["threads"] == "512") - 0.05 * (params["unroll"] == "4")
+                         - 0.01 * (params["vectorize"] == "4"))
+    return times
+
+
+def test_the_sweep_times_each_variant_with_the_timer_it_is_given() -> None:
+    case = _case(*CASES["pointwise"])
+    found = sweep.sweep_segment(case, _fabricated)
+    assert found is not None and found.scheduler == "pointwise"
+    assert found.default in found.times and found.size_class == "2^14 elements, 4-byte"
+    assert set(found.times) | set(found.failed) == set(found.params)
+    assert all("threads=128" in label for label in found.failed)
+    assert found.best == "threads=512 unroll=4 vectorize=4"
+    choice, = sweep.summarize([found])
+    assert choice["best"] == found.best and choice["wins"] == 1
+    assert choice["gain"] == pytest.approx(found.times[found.default] / 0.84, abs=1e-3)
+
+
+def _segment(number: int, default: str, times: dict[str, float]) -> sweep.SegmentSweep:
+    return sweep.SegmentSweep("member", number, "pointwise", "2^25 elements, 2-byte", default,
+                              {name: {} for name in times}, {}, times)
+
+
+def test_the_summary_picks_the_best_geometric_mean_among_variants_timed_everywhere() -> None:
+    segments = [
+        _segment(0, "a", {"a": 1.0, "b": 0.8, "c": 0.9, "only here": 0.1}),
+        _segment(1, "a", {"a": 2.0, "b": 2.2, "c": 1.9}),
+        _segment(2, "c", {"a": 1.0, "b": 0.7, "c": 1.0}),
+    ]
+    choice, = sweep.summarize(segments)
+    assert choice["best"] == "b"  # "only here" is faster but timed in one segment only
+    ratio = (0.8 * 1.1 * 0.7) ** (1 / 3)
+    assert choice["gain"] == pytest.approx(1 / ratio, abs=1e-3)
+    assert choice["wins"] == 2 and choice["segments"] == 3 and choice["default"] == "a"
+
+
+def test_the_summary_keeps_size_classes_apart_and_skips_untimed_segments() -> None:
+    small = _segment(0, "a", {"a": 1.0, "b": 2.0})
+    large = sweep.SegmentSweep("member", 1, "pointwise", "2^26 elements, 2-byte", "a", {}, {},
+                               {"a": 1.0, "b": 0.5})
+    untimed = _segment(2, "a", {"a": math.nan, "b": math.nan})
+    choices = sweep.summarize([small, large, untimed])
+    assert [(c["size_class"], c["best"]) for c in choices] == [
+        ("2^25 elements, 2-byte", "a"), ("2^26 elements, 2-byte", "b")]
+    assert choices[0]["gain"] == 1.0 and choices[0]["wins"] == 0
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="needs NVRTC (CuPy's binding)")
+def test_the_dry_run_compiles_every_variant_and_writes_the_measurements(tmp_path, capsys) -> None:
+    out = tmp_path / "sweep.json"
+    code = sweep.main(["--population", "1", "--min-elements", "4096", "--dry-run",
+                       "--out", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    rows = report["measurements"]
+    assert rows and all(row["ms"] is None and row["failed"] is None for row in rows)
+    assert sum(row["default"] for row in rows) == 1 and report["summary"] == []
+    assert "0 failed; 0 fusions failed" in capsys.readouterr().out
