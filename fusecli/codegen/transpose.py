@@ -5,10 +5,15 @@ at a time (64 x 64, or 32 x 32 where 64 does not divide the dims or the tiles wo
 with consecutive threads along *its* contiguous dimension, parked in shared memory, and read
 back transposed while the outputs are computed with consecutive threads along the output's;
 each thread takes TILE / 32 columns and TILE / 8 rows of the tile, so that many loads are in
-flight. Everything else is computed as in a pointwise kernel; a read of the staged input at any
-other index than the tile's (after a reshape, say) goes to global memory as usual. Segments
-that do not fit (a tile would not divide the two dimensions, several output shapes) get the
-pointwise kernel instead.
+flight. An output laid out like the staged inputs (contiguous along their dimension, as
+nvFuser's second group of tensors) is computed and stored right after the read instead, from
+the values just read, with consecutive threads along its own contiguous dimension: so both
+groups store coalesced. That holds when it reads nothing but staged inputs, scalars and tensors
+broadcast along both tile dimensions (anything else read there would be transposed itself);
+other outputs stay in the second phase (with none there, no tile is kept). Everything else is
+computed as in a pointwise kernel; a read of the staged input at any other index than the
+tile's (after a reshape, say) goes to global memory as usual. Segments that do not fit (a tile
+would not divide the two dimensions, several output shapes) get the pointwise kernel instead.
 """
 
 from __future__ import annotations
@@ -32,9 +37,15 @@ class TilePlan:
     inner: int  # the loop dim the outputs are contiguous in
     across: int  # the loop dim the staged inputs are contiguous in
     staged: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
-    outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]
+    outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]  # stored along inner
+    across_outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]  # stored as read
     tile: int  # the tile's edge
     params: TransposeParams
+
+    @property
+    def tiled(self) -> tuple[tuple[TensorView, tuple[int | None, ...]], ...]:
+        """The staged inputs parked in shared memory: none if no output reads them back."""
+        return self.staged if self.outputs else ()
 
     @property
     def tiles(self) -> int:
@@ -63,18 +74,26 @@ def build_transpose(ctx: KernelContext, name: str, params: TransposeParams) -> K
     emitter = Emitter(ctx, IndexSpace())
     _emit(emitter, plan)
     index_type = index_type_for(ctx, plan.tiles + grid)
-    staged = ", ".join(ctx.name(t) for t, _ in plan.staged)
     bits = 32 if index_type == "int" else 64
     tile, threads, columns, rows = plan.tile, params.threads, params.columns, params.rows
     summary = (
         f"transpose: loop {list(plan.shape)}, {plan.tiles} tiles of {tile}x{tile} over dims "
-        f"{plan.across} and {plan.inner}; {staged} staged through shared memory "
-        f"({_tile_bytes(plan.staged, tile)} bytes); block {threads} ({columns} x {rows}, "
-        f"{tile // columns} x {tile // rows} elements per thread), grid {grid} (grid-stride "
-        f"over tiles); {bits}-bit indexing"
+        f"{plan.across} and {plan.inner}; {_staging(ctx, plan)}; block {threads} "
+        f"({columns} x {rows}, {tile // columns} x {tile // rows} elements per thread), "
+        f"grid {grid} (grid-stride over tiles); {bits}-bit indexing"
     )
     source = assemble(ctx, name, threads, emitter.lines, index_type, summary)
     return Kernel(name, source, (grid, 1, 1), (threads, 1, 1), 0, ctx.params(), summary)
+
+
+def _staging(ctx: KernelContext, plan: TilePlan) -> str:
+    staged = ", ".join(ctx.name(t) for t, _ in plan.staged)
+    as_read = ", ".join(ctx.name(t) for t, _ in plan.across_outputs)
+    as_read = f"; {as_read} stored as read, along dim {plan.across}" if as_read else ""
+    if not plan.tiled:
+        return f"{staged} read along dim {plan.across}, no tile read back{as_read}"
+    return (f"{staged} staged through shared memory ({_tile_bytes(plan.tiled, plan.tile)} "
+            f"bytes){as_read}")
 
 
 def _tile_bytes(staged, tile: int) -> int:
@@ -111,16 +130,53 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
         staged.append((tensor, positions))
     if across is None:
         return None
+    as_read = [(tensor, positions) for tensor, positions in mapped
+               if _contiguous_position(ctx, tensor, positions) == across
+               and _reads_nothing_transposed(ctx, tensor, reference, staged, (inner, across))]
+    later = [output for output in mapped if output not in as_read]
     for tile in params.tiles:
         if (shape[inner] % tile == 0 and shape[across] % tile == 0
                 and _tile_bytes(staged, tile) <= params.max_tile_bytes):
-            return TilePlan(shape, inner, across, tuple(staged), tuple(mapped), tile, params)
+            return TilePlan(shape, inner, across, tuple(staged), tuple(later), tuple(as_read),
+                            tile, params)
     return None
+
+
+def _contiguous_position(ctx: KernelContext, output: TensorView,
+                         positions: tuple[int | None, ...]) -> int | None:
+    """The loop dim along which ``output``'s buffer (row-major) is contiguous."""
+    dims = [d for d, size in enumerate(ctx.buffer_shape(output)) if size > 1]
+    return positions[dims[-1]] if dims else None
+
+
+def _reads_nothing_transposed(ctx: KernelContext, output: TensorView, reference: TensorView,
+                              staged: list[tuple[TensorView, tuple[int | None, ...]]],
+                              tile_dims: tuple[int, int]) -> bool:
+    """Whether ``output`` reads no input but the staged ones, host scalars and tensors
+    broadcast along both ``tile_dims`` (loop dims): computed where the staged inputs are read
+    (threads along ``across``), it then reads nothing transposed."""
+    staged_uids = {tensor.uid for tensor, _ in staged}
+    pending, seen = [output], set()
+    while pending:
+        tensor = pending.pop()
+        if tensor.uid in seen or tensor.uid in staged_uids:
+            continue
+        seen.add(tensor.uid)
+        if ctx.candidate.is_input(tensor):
+            if ctx.layouts[tensor.uid].host_scalar:
+                continue
+            positions = loop_positions(ctx, tensor, reference)
+            if positions is None or any(p in tile_dims for p in positions):
+                return False
+            continue
+        expr = ctx.candidate.definition(tensor)
+        pending.extend(value for value in expr.inputs if isinstance(value, TensorView))
+    return True
 
 
 def _emit(emitter: Emitter, plan: TilePlan) -> None:
     e, tile = emitter, plan.tile
-    for tensor, _ in plan.staged:
+    for tensor, _ in plan.tiled:
         e.line(f"__shared__ {cdtypes.register_type(tensor.dtype)} "
                f"tile_{e.ctx.name(tensor)}[{tile}][{tile + 1}];  // +1: no bank conflicts")
     columns = plan.params.columns
@@ -131,22 +187,39 @@ def _emit(emitter: Emitter, plan: TilePlan) -> None:
         corner = _tile_corner(e, plan)
         e.line(f"// read the staged inputs along their contiguous dim: {tile // columns} x "
                f"{tile // plan.params.rows} elements per thread")
+        read_points = []
         for column, row in _offsets(e, plan):
             point = _point(corner, plan, {plan.inner: row, plan.across: column})
+            read_points.append(point)
             for tensor, positions in plan.staged:
                 value = e.value(tensor, _at(point, positions))
-                e.line(f"tile_{e.ctx.name(tensor)}[{e.text(row)}][{e.text(column)}] = {value};")
+                if plan.tiled:
+                    e.line(f"tile_{e.ctx.name(tensor)}[{e.text(row)}][{e.text(column)}] = "
+                           f"{value};")
+        if plan.across_outputs:
+            names = ", ".join(e.ctx.name(t) for t, _ in plan.across_outputs)
+            e.line(f"// compute and store {names} (contiguous along that dim too) from the "
+                   "values read")
+        for point in read_points:  # after all the loads: as many in flight as without them
+            _compute_and_store(e, plan.across_outputs, point)
+        if not plan.tiled:
+            return
         e.line("__syncthreads();")
         for tensor, positions in plan.staged:
             e.staged[tensor.uid] = _reader(e, plan, corner, tensor, positions)
         e.line("// compute and store the outputs along their contiguous dim")
         for column, row in _offsets(e, plan):
             point = _point(corner, plan, {plan.inner: column, plan.across: row})
-            values = [(t, p, e.value(t, _at(point, p))) for t, p in plan.outputs]
-            for tensor, positions, value in values:
-                store(e, tensor, _at(point, positions), [value])
+            _compute_and_store(e, plan.outputs, point)
         e.staged.clear()
         e.line("__syncthreads();  // the tile is refilled next")
+
+
+def _compute_and_store(e: Emitter, outputs, point: tuple[Index, ...]) -> None:
+    """Every output of ``outputs`` at the loop's ``point``: all values, then the stores."""
+    values = [(t, p, e.value(t, _at(point, p))) for t, p in outputs]
+    for tensor, positions, value in values:
+        store(e, tensor, _at(point, positions), [value])
 
 
 def _offsets(e: Emitter, plan: TilePlan) -> list[tuple[Index, Index]]:

@@ -1,0 +1,207 @@
+"""The tiled (transpose) kernel stores both groups of outputs coalesced.
+
+An input transposed relative to the loop is read a tile at a time with consecutive threads
+along its contiguous dim (``across``) and read back from shared memory along the loop's
+innermost dim. As nvFuser's transpose scheduler (csrc/scheduler/transpose.cpp: one group of
+tensors with the reference's inner dim, one with the other), an output laid out like that input
+is computed and stored in the read phase, with consecutive threads along its own contiguous dim;
+the other outputs are stored after the tile is read back. Each case runs as ``fd.execute`` does
+with the CPU emulator standing in for the GPU (outputs poisoned first), against eager torch;
+the kernel's source shows which thread stores what.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+import torch
+from test_codegen import EmulatingExecutor, check_on_emulator, define, fusion_of, needs_gxx
+
+from fusecli.codegen import ArgKind, Kernel
+from fusecli.frontend import DataType
+from fusecli.runtime import registry
+from fusecli.runtime.segmented import SegmentRunner
+from fusecli.segment.segmenter import segment_fusion
+
+pytestmark = needs_gxx
+
+
+@pytest.fixture(autouse=True)
+def _emulated_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FUSECLI_INJECT_FAULT", raising=False)
+    monkeypatch.setattr(registry, "_made", {"cupy": EmulatingExecutor(poison=True)})
+
+
+def _run(fd, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[Kernel]]:
+    """The outputs as ``fd.execute`` returns them with ``--executor cupy``, and the kernels."""
+    segmented = segment_fusion(fd.fusion, inputs)
+    runner = SegmentRunner(segmented, [x.clone() for x in inputs], executor="cupy")
+    kernels = []
+    for segment in segmented.segments:
+        if runner.run(segment).executor == "cupy":
+            kernels.append(registry._made["cupy"].last_kernel)
+    return runner.outputs(), kernels
+
+
+def _store_terms(kernel: Kernel, shape: tuple[int, ...]) -> list[list[str]]:
+    """The terms of the index of each store to the output buffer of ``shape``."""
+    (name,) = [arg.name for arg in kernel.args
+               if arg.kind is ArgKind.OUTPUT and tuple(arg.shape) == shape]
+    stores = re.findall(rf"(?<![\w]){name}\[([^\]]*)\] = ", kernel.source)
+    assert stores, kernel.source
+    return [index.split(" + ") for index in stores]
+
+
+def _assert_coalesced(kernel: Kernel, shape: tuple[int, ...]) -> None:
+    """Consecutive threads (``column``) store consecutive elements of the buffer."""
+    for terms in _store_terms(kernel, shape):
+        assert "column" in terms, f"{terms}\n{kernel.source}"
+
+
+# Per dtype: the permuted output's value and the input-layout output's value, in the fusion
+# (fd, x) and in eager torch (x).
+OPS: dict[torch.dtype, tuple[Callable, Callable, Callable, Callable]] = {
+    torch.int64: (  # as p29: |x| - x, and -x < |x| - x
+        lambda fd, x: fd.ops.sub(fd.ops.abs(x), x),
+        lambda fd, x: fd.ops.lt(fd.ops.neg(x), fd.ops.sub(fd.ops.abs(x), x)),
+        lambda x: x.abs() - x,
+        lambda x: -x < x.abs() - x,
+    ),
+    torch.float32: (
+        lambda fd, x: fd.ops.exp(x),
+        lambda fd, x: fd.ops.mul(fd.ops.tanh(x), fd.define_scalar(3.0)),
+        torch.exp,
+        lambda x: torch.tanh(x) * 3.0,
+    ),
+    torch.bool: (
+        lambda fd, x: fd.ops.logical_not(x),
+        lambda fd, x: fd.ops.logical_not(x),
+        torch.logical_not,
+        torch.logical_not,
+    ),
+    torch.bfloat16: (
+        lambda fd, x: fd.ops.cast(fd.ops.tanh(fd.ops.cast(x, DataType.Float)),
+                                  DataType.BFloat16),
+        lambda fd, x: fd.ops.cast(fd.ops.exp(fd.ops.cast(x, DataType.Float)),
+                                  DataType.BFloat16),
+        lambda x: torch.tanh(x.float()).bfloat16(),
+        lambda x: torch.exp(x.float()).bfloat16(),
+    ),
+}
+
+
+def _input(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(sum(shape))
+    if dtype is torch.bool:
+        return torch.rand(shape, generator=generator) > 0.5
+    if dtype is torch.int64:
+        return torch.randint(-9, 9, shape, generator=generator)
+    return torch.randn(shape, generator=generator).to(dtype)
+
+
+def _check(fd, inputs: list[torch.Tensor], expected: list[torch.Tensor]) -> list[Kernel]:
+    outputs, kernels = _run(fd, inputs)
+    for got, want in zip(outputs, expected, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if want.dtype.is_floating_point:
+            torch.testing.assert_close(got, want)
+        else:
+            assert torch.equal(got, want)
+    assert check_on_emulator(fd.fusion, inputs) == len(kernels) == 1
+    return kernels
+
+
+# (input shape, permutation, the tile edge or None where no tile divides the transposed dims)
+LAYOUTS = [
+    ((64, 128), [1, 0], 64),
+    ((96, 160), [1, 0], 32),
+    ((40, 72), [1, 0], None),
+    ((2, 64, 96), [2, 0, 1], 32),  # as p29
+    ((3, 128, 64), [2, 0, 1], 64),
+    ((2, 20, 48), [2, 0, 1], None),
+]
+
+
+@pytest.mark.parametrize("dtype", list(OPS), ids=str)
+@pytest.mark.parametrize("shape, dims, tile", LAYOUTS, ids=str)
+def test_an_output_in_the_inputs_layout_is_stored_as_read(shape, dims, tile, dtype) -> None:
+    permuted, same, eager_permuted, eager_same = OPS[dtype]
+    x = _input(shape, dtype)
+
+    def body(fd):
+        a = define(fd, x)
+        fd.add_output(permuted(fd, fd.ops.permute(a, dims)))  # first: the loop's reference
+        fd.add_output(same(fd, a))
+
+    expected = [eager_permuted(x.permute(dims)), eager_same(x)]
+    (kernel,) = _check(fusion_of(body), [x], expected)
+    if tile is None:
+        assert "tile" not in kernel.source
+        return
+    tile = 32 if dtype is torch.int64 else tile  # 64 x 65 int64s would pass 32 KiB
+    assert f"tiles of {tile}x{tile}" in kernel.heuristics
+    _assert_coalesced(kernel, tuple(expected[0].shape))
+    _assert_coalesced(kernel, tuple(x.shape))
+    assert "stored as read" in kernel.heuristics
+
+
+def test_a_tensor_broadcast_along_both_tile_dims_and_a_scalar_are_read_as_read() -> None:
+    x, scale = _input((2, 64, 96), torch.float32), _input((2, 1, 1), torch.float32)
+
+    def body(fd):
+        a, s = define(fd, x), define(fd, scale)
+        fd.add_output(fd.ops.exp(fd.ops.permute(a, [2, 0, 1])))
+        fd.add_output(fd.ops.add(fd.ops.mul(a, s), fd.define_scalar(0.5)))
+
+    (kernel,) = _check(fusion_of(body), [x, scale],
+                       [x.exp().permute(2, 0, 1), x * scale + 0.5])
+    _assert_coalesced(kernel, (2, 64, 96))
+    assert "stored as read" in kernel.heuristics
+
+
+def test_an_output_reading_a_tensor_along_the_inner_dim_stays_after_the_tile() -> None:
+    """Read where the staged input is, ``y`` (contiguous along the loop's inner dim) would be
+    transposed itself: the output keeps the second phase."""
+    x, y = _input((64, 96), torch.float32), _input((96, 64), torch.float32)
+
+    def body(fd):
+        a, b = define(fd, x), define(fd, y)
+        fd.add_output(fd.ops.add(fd.ops.permute(a, [1, 0]), b))
+        fd.add_output(fd.ops.mul(a, fd.ops.permute(b, [1, 0])))
+
+    (kernel,) = _check(fusion_of(body), [x, y], [x.t() + y, x * y.t()])
+    assert "tile" in kernel.source and "stored as read" not in kernel.heuristics
+    assert all("column" not in terms for terms in _store_terms(kernel, (64, 96)))
+    _assert_coalesced(kernel, (96, 64))
+
+
+def test_a_permuted_view_and_a_function_of_it_stay_after_the_tile() -> None:
+    """As v22: both outputs in the loop's layout (one a view of the input)."""
+    x = _input((64, 128), torch.bfloat16)
+
+    def body(fd):
+        t = fd.ops.permute(define(fd, x), [1, 0])
+        fd.add_output(t)
+        fd.add_output(fd.ops.cast(fd.ops.tanh(fd.ops.cast(t, DataType.Float)),
+                                  DataType.BFloat16))
+
+    (kernel,) = _check(fusion_of(body), [x], [x.t(), torch.tanh(x.t().float()).bfloat16()])
+    assert "tile_" in kernel.source and "stored as read" not in kernel.heuristics
+    _assert_coalesced(kernel, (128, 64))
+
+
+def test_with_every_output_stored_as_read_no_tile_is_kept() -> None:
+    """The only output is expanded along the loop's inner dim: its buffer is contiguous along
+    the staged input's dim, and nothing reads a tile back."""
+    v = _input((512,), torch.float32)
+
+    def body(fd):
+        e = fd.ops.expand(fd.ops.broadcast(define(fd, v), [False, True]), [512, 1024])
+        fd.add_output(fd.ops.exp(e))
+
+    (kernel,) = _check(fusion_of(body), [v], [v.exp()[:, None].expand(512, 1024)])
+    assert "stored as read" in kernel.heuristics and "no tile" in kernel.heuristics
+    assert "__shared__" not in kernel.source and "__syncthreads" not in kernel.source
+    _assert_coalesced(kernel, (512, 1))
