@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
+from fusecli.ir.dtype import is_integral
 from fusecli.ir.nodes import (
     Expr,
     Fusion,
@@ -125,8 +126,26 @@ class RuntimeInfo:
                 size = self.extent(extent)
                 if size is not None:
                     self.bindings[expr.output] = size
+            elif expr.op in _INTEGER_SCALAR_OPS:
+                self._bind_integer_scalar(expr)
             elif expr.op is OpType.slice:
                 self._bind_slice_lengths(expr)
+
+    def _bind_integer_scalar(self, expr: Expr) -> None:
+        """Integer arithmetic on sizes (``minimum(size(T0, 0), 16)`` bounding a slice): nvFuser
+        evaluates these when it concretizes the fusion, so later extents know them."""
+        output = expr.outputs[0]
+        if not isinstance(output, Scalar) or not is_integral(output.dtype):
+            return
+        operands = []
+        for value in expr.inputs:
+            if not isinstance(value, Scalar):
+                return
+            known = value.value if value.is_constant else self.bindings.get(value)
+            if not isinstance(known, int) or isinstance(known, bool):
+                return
+            operands.append(known)
+        self.bindings[output] = _INTEGER_SCALAR_OPS[expr.op](*operands)
 
     def _bind_slice_lengths(self, expr: Expr) -> None:
         """A slice's length from its input's known size (``ir.ops_resize.slice_lengths``)."""
@@ -147,6 +166,16 @@ class RuntimeInfo:
         if any(s is None for s in sizes):
             return None
         return math.prod(sizes)
+
+
+_INTEGER_SCALAR_OPS: dict[OpType, Callable[..., int]] = {
+    OpType.minimum: min,
+    OpType.maximum: max,
+    OpType.add: lambda a, b: a + b,
+    OpType.sub: lambda a, b: a - b,
+    OpType.mul: lambda a, b: a * b,
+    OpType.neg: lambda a: -a,
+}
 
 
 @dataclass(eq=False)  # not slots: cached_property needs __dict__

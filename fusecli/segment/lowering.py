@@ -2,7 +2,9 @@
 
 ``pre_segmentation`` runs those a profile has, in nvFuser's order
 (csrc/preseg_passes/pre_segmenter.cpp): the 2024 matmul lowering (part of the definition
-then), RemoveEmptyPass (``remove_empty.py``), ConsecutiveCastPass (``consecutive_cast.py``),
+then), RemoveEmptyPass (``remove_empty.py``), TranslateNoReductionMatmulToMulSqueeze
+(``no_reduction_matmul.py``), ConsecutiveCastPass (``consecutive_cast.py``), RemoveBcastSqueeze
+(``bcast_squeeze.py``),
 SegmentInplaceUpdatePass (``inplace_update.py``),
 MoveGatherPass (``move_gather.py``), then MarkAliasesPrepare (``mark_aliases.py``).
 
@@ -17,11 +19,13 @@ from __future__ import annotations
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Fusion, IterDomain, TensorView
 from fusecli.ir.optype import OpType
+from fusecli.segment.bcast_squeeze import remove_bcast_squeeze
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.consecutive_cast import consecutive_casts
 from fusecli.segment.inplace_update import segment_inplace_updates
 from fusecli.segment.mark_aliases import mark_aliases_prepare
 from fusecli.segment.move_gather import move_gather
+from fusecli.segment.no_reduction_matmul import translate_no_reduction_matmuls
 from fusecli.segment.remove_empty import remove_empty
 from fusecli.segment.rules import RuleProfile
 
@@ -31,8 +35,12 @@ def pre_segmentation(fusion: Fusion, profile: RuleProfile, runtime: RuntimeInfo)
     lowered = lower_for_profile(fusion, profile)
     if profile.remove_empty:
         lowered = remove_empty(lowered, runtime)
+    if profile.no_reduction_matmul:
+        lowered = translate_no_reduction_matmuls(lowered)
     if profile.consecutive_cast:
         lowered = consecutive_casts(lowered)
+    if profile.remove_bcast_squeeze:
+        lowered = remove_bcast_squeeze(lowered)
     if profile.segment_inplace_update:
         lowered = segment_inplace_updates(lowered)
     if profile.move_gather:

@@ -80,6 +80,12 @@ class RuleProfile:
     # February 2024; allocation.py). Kept off in the older profiles, whose recorded logs
     # predate fusecli's model of it.
     allocation_order_inference: bool = False
+    # TranslateNoReductionMatmulToMulSqueeze: a matmul over a broadcast K becomes broadcast,
+    # mul and squeeze (#3810, February 2025; no_reduction_matmul.py)
+    no_reduction_matmul: bool = False
+    # RemoveBcastSqueeze: a broadcast and a squeeze that cancel are removed (#2291, May 2024;
+    # per-axis since #3034, October 2024; bcast_squeeze.py)
+    remove_bcast_squeeze: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -100,6 +106,8 @@ PROFILES: dict[str, RuleProfile] = {
         consecutive_cast=True,
         segment_inplace_update=True,
         allocation_order_inference=True,
+        no_reduction_matmul=True,
+        remove_bcast_squeeze=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",

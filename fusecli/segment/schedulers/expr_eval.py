@@ -4,11 +4,12 @@ Rules, in nvFuser's order (common checks do not apply):
 1. Accept when every output is pointer arithmetic on a segment input: an alias of it in
    nvFuser's alias analysis (``fusecli.segment.aliases``: permutes, sets, broadcasts,
    expands, squeezes, slices, and reshapes that merge only dimensions adjacent in memory),
-   so ATen can return a view.
+   so ATen can return a view. An output that is a fusion input counts as one, so a fusion
+   of no exprs (inputs handed back) is expr_eval's, not no_op's.
 2. Otherwise the segment must be a single expression: "Fusion must contain only a single
    expression."
-3. Accept a single op nvFuser evaluates with ATen: gather, scatter, sdpfa_fwd, sdpfa_bwd,
-   grouped_mm, embedding_fwd, argsort, topk, cumsum.
+3. Accept a single op nvFuser evaluates with ATen: gather and take_along_axis (both GatherOp,
+   #5907), scatter, sdpfa_fwd, sdpfa_bwd, grouped_mm, embedding_fwd, argsort, topk, cumsum.
 4. Accept a single matmul or linear unless NVFUSER_DISABLE=matmul_expr_eval.
 5. Otherwise "Fusion must contain only a single expression of type
    MatmulOp/LinearOp/SdpaFwdOp/SdpaBwdOp".
@@ -37,7 +38,8 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         many = Rejection.of(Reason.NOT_SINGLE_EXPR, exprs=len(candidate.exprs))
         return Verdict.reject(NAME, many)
     op = candidate.exprs[0].op
-    if op in ATEN_ONLY_OPS or op is OpType.gather:
+    # take_along_axis is a GatherOp in nvFuser: alone in a segment, ATen takes it (#5907)
+    if op in ATEN_ONLY_OPS or op in (OpType.gather, OpType.take_along_axis):
         return Verdict.accept(NAME)
     if op in (OpType.matmul, OpType.linear):
         if not ctx.switches.matmul_expr_eval:
@@ -67,7 +69,9 @@ def is_pointer_arithmetic(
             if source is None or definition is None or not candidate.contains(definition):
                 return False
             value = source
-    return bool(candidate.exprs)
+    # A fusion output that is a fusion input counts as an alias, so a fusion of no exprs
+    # (inputs handed back as outputs) is pointer arithmetic.
+    return True
 
 
 def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
