@@ -133,3 +133,20 @@ def test_a_squeeze_of_an_expanded_axis_is_no_inverse_of_a_broadcast():
     _schedulers(fd, [x])
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x.amax(0, keepdim=True).sum(1))
+
+
+def test_a_cat_written_out_as_pads_is_the_users_cat():
+    """nvfuser_direct's printer writes a user's cat as a pad of each operand to the output's
+    extent and a cat with manual_padding: the output is the operands side by side, as wide as
+    one padded operand, not their padded widths added up."""
+    a, b = torch.randn(2, 3, 5), torch.randn(2, 3, 4)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True])
+        t1 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True])
+        zero = fd.define_scalar(0.0, dtype=DataType.Float)
+        left = fd.ops.pad(t0, pad_widths=[0, fd.ops.size(t1, dim=2)], value=zero)
+        right = fd.ops.pad(t1, pad_widths=[fd.ops.size(t0, dim=2), 0], value=zero)
+        fd.add_output(fd.ops.cat([left, right], dim=2, manual_padding=True))
+    assert _schedulers(fd, [a, b]) == ["resize"]
+    (out,) = fd.execute([a, b])
+    torch.testing.assert_close(out, torch.cat([a, b], dim=2))

@@ -215,6 +215,30 @@ def pad(
     return out
 
 
+def _before_padding(
+    b: FusionBuilder, tensors: Sequence[TensorView], dim: int
+) -> list[TensorView]:
+    """The tensors a ``cat(..., manual_padding=True)`` concatenates: each input is a pad of one
+    along ``dim`` only, to the output's extent, as nvFuser's printer writes out a user's cat
+    (``translate_fusion``: the pads, then the cat of the padded tensors); what was padded is
+    the user's operand, and their cat is the user's cat."""
+    producers = {out.uid: expr for expr in b.exprs for out in expr.outputs}
+    originals = []
+    for position, tensor in enumerate(tensors):
+        producer = producers.get(tensor.uid)
+        widths = producer.inputs[2:] if producer is not None and producer.op is OpType.pad else ()
+        rank = tensor.ndim
+        others = [w for pair in range(len(widths) // 2) if rank - 1 - pair != dim
+                  for w in widths[2 * pair: 2 * pair + 2]]
+        if not widths or any(_scalar_int(w) != 0 for w in others):
+            raise DefinitionError(
+                "cat", f"manual_padding: tensor {position} is not a pad along dimension {dim} "
+                "(a cat with manual padding takes the pads nvFuser's printer writes for a cat)",
+            )
+        originals.append(producer.inputs[0])
+    return originals
+
+
 def _similar_dtype(base: DataType, other: DataType) -> bool:
     """nvFuser's ``hasSimilarDtype``: the same kind (complex, floating, boolean, integral)."""
     kinds = (dt.is_complex, dt.is_floating, dt.is_boolean, dt.is_integral)
@@ -239,6 +263,8 @@ def cat(
                 f"expected: {rank}",
             )
     dim = normalize_dim("cat", dim, rank)
+    if manual_padding:
+        return cat(b, _before_padding(b, tensors, dim), dim)
     dtype = tensors[0].dtype
     for tensor in tensors:  # csrc/ops/alias.cpp cat: no promotion, as torch.cat would do
         if tensor.dtype is not dtype:
