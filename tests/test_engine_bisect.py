@@ -172,6 +172,19 @@ def test_a_time_budget_keeps_the_smallest_failure_found_and_progress_reaches_a_l
     assert any(line.startswith("bisect minimize") for line in lines), done.stderr
 
 
+def _minimized(tmp_path: Path, text: str, faults: str) -> dict:
+    """``fusecli bisect --mode minimize`` of the repro ``text``: its report's minimization."""
+    repro = tmp_path / "repro.py"
+    repro.write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
+         str(tmp_path / "out"), "-j", "2", "--json", "--mode", "minimize", "--no-shrink"],
+        capture_output=True, text=True, env=_env(faults), timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["minimized"]
+
+
 def test_dead_code_goes_first_in_one_question_as_nvfuser_never_compiles_it(tmp_path):
     """The fusion's own outputs need 5 of its 11 ops; the rest is dead code that nvFuser
     drops before it segments. Minimization asks about the live part first, in one
@@ -180,15 +193,7 @@ def test_dead_code_goes_first_in_one_question_as_nvfuser_never_compiles_it(tmp_p
         "    fd.add_output(T7)\n",
         "    T11 = fd.ops.cos(T9)\n    T12 = fd.ops.sum(T11, dims=[0], keepdim=False)\n",
     ).replace("    fd.add_output(T10)\n", "    fd.add_output(T3)\n    fd.add_output(T10)\n")
-    repro = tmp_path / "repro.py"
-    repro.write_text(dead, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
-         str(tmp_path / "out"), "-j", "2", "--json", "--mode", "minimize", "--no-shrink"],
-        capture_output=True, text=True, env=_env("assert:sin+sum"), timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    minimized = json.loads(done.stdout)["minimized"]
+    minimized = _minimized(tmp_path, dead, "assert:sin+sum")
     first = minimized["steps"][0]
     assert (first["phase"], first["failing"]) == ("dead code", True), minimized["steps"][:3]
     assert first["question"] == "5 ops the outputs need"
@@ -201,15 +206,7 @@ def test_common_subexpressions_are_read_once_in_one_question(tmp_path):
     twice = REPRO.replace("    T8 = fd.ops.sin(T3)\n",
                           "    T3b = fd.ops.exp(T2)\n    T8b = fd.ops.sin(T3b)\n"
                           "    T8 = fd.ops.add(T8b, T3)\n")
-    repro = tmp_path / "repro.py"
-    repro.write_text(twice, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
-         str(tmp_path / "out"), "-j", "2", "--json", "--mode", "minimize", "--no-shrink"],
-        capture_output=True, text=True, env=_env("assert:sin+sum"), timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    minimized = json.loads(done.stdout)["minimized"]
+    minimized = _minimized(tmp_path, twice, "assert:sin+sum")
     merged = [s for s in minimized["steps"] if s["phase"] == "merge"]
     assert merged[0]["question"] == "all 1 common subexpressions", merged
     assert merged[0]["failing"]
