@@ -29,6 +29,7 @@ from fusecli.ir.builder import FusionBuilder
 from fusecli.ir.nodes import Expr, Fusion, TensorView
 from fusecli.ir.ops_shape import broadcast, squeeze
 from fusecli.ir.optype import OpType
+from fusecli.segment.remove_empty import with_replacements
 
 _REPLACEABLE = (OpType.broadcast, OpType.squeeze, OpType.set)
 
@@ -113,10 +114,7 @@ class _Rewrite:
     def replace_uses(self, tensor: TensorView, replacement: TensorView) -> None:
         """replaceValInAllExprInputsAndFusionOutputs."""
         self.changed = True
-        for index, expr in enumerate(self.exprs):
-            if any(value.uid == tensor.uid for value in expr.inputs):
-                inputs = tuple(replacement if v.uid == tensor.uid else v for v in expr.inputs)
-                self.exprs[index] = Expr(expr.op, inputs, expr.outputs, expr.attrs)
+        self.exprs = [with_replacements(e, {tensor.uid: replacement}) for e in self.exprs]
         self.outputs = [
             replace(o, value=replacement) if o.value.uid == tensor.uid else o
             for o in self.outputs

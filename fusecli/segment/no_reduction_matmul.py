@@ -24,6 +24,7 @@ from fusecli.ir.nodes import Expr, Fusion, TensorView, Val
 from fusecli.ir.ops_elementwise import cast, elementwise
 from fusecli.ir.ops_shape import broadcast, permute, squeeze
 from fusecli.ir.optype import OpType
+from fusecli.segment.remove_empty import with_replacements
 
 
 def translate_no_reduction_matmuls(fusion: Fusion) -> Fusion:
@@ -33,7 +34,7 @@ def translate_no_reduction_matmuls(fusion: Fusion) -> Fusion:
     replaced: dict[int, Val] = {}  # the matmul's output uid -> the squeeze's output
     exprs: list[Expr] = []
     for expr in fusion.exprs:
-        expr = _reading_replacements(expr, replaced)
+        expr = with_replacements(expr, replaced)
         if not _sums_nothing(expr):
             exprs.append(expr)
             continue
@@ -82,9 +83,3 @@ def _mul_squeeze(
     product = cast(builder, elementwise(builder, OpType.mul, [a, b]), out.dtype)
     return squeeze(builder, product, [product.ndim + squeezed])
 
-
-def _reading_replacements(expr: Expr, replaced: dict[int, Val]) -> Expr:
-    if not any(value.uid in replaced for value in expr.inputs):
-        return expr
-    inputs = tuple(replaced.get(value.uid, value) for value in expr.inputs)
-    return Expr(expr.op, inputs, expr.outputs, expr.attrs)

@@ -42,7 +42,7 @@ def remove_empty(fusion: Fusion, runtime: RuntimeInfo) -> Fusion:
     replaced: dict[int, Val] = {}  # tensor uid -> what replaces it
     exprs: list[Expr] = []
     for expr in fusion.exprs:
-        expr = _with_replacements(expr, replaced)
+        expr = with_replacements(expr, replaced)
         new = _replacement(expr, runtime)
         if new is None:
             exprs.append(expr)
@@ -118,7 +118,9 @@ def _is_fill(exprs: list[Expr], tensor: TensorView) -> bool:
     return any(e.op is OpType.full and e.output.uid == tensor.uid for e in exprs)
 
 
-def _with_replacements(expr: Expr, replaced: dict[int, Val]) -> Expr:
+def with_replacements(expr: Expr, replaced: dict[int, Val]) -> Expr:
+    """``expr`` reading ``replaced[uid]`` in place of each input with that uid (itself if it
+    reads none): how a pre-segmentation pass reroutes the readers of what it rewrote."""
     if not any(v.uid in replaced for v in expr.inputs):
         return expr
     inputs = tuple(replaced.get(v.uid, v) for v in expr.inputs)
