@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from fusecli.app.judge import reduction_sizes
+from fusecli.compare.reductions import reduction_sizes
 from fusecli.compare import compare_tensors, tolerance_for
 from fusecli.ir import dtype as dt
 from fusecli.ir.optype import OpKind

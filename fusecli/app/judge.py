@@ -73,6 +73,7 @@ def diff_outputs(
     import torch
 
     from fusecli.compare import compare_tensors, tolerance_for
+    from fusecli.compare.reductions import reduction_sizes
 
     if len(actual) != len(expected):  # a lost output must not pass unseen
         raise PipelineError(f"{len(actual)} outputs from the executor, {len(expected)} expected")
@@ -153,52 +154,3 @@ def reference_inputs(fusion: Any, inputs: Sequence[Any]) -> list[Any]:
     if any(output.alias_input is not None for output in fusion.outputs):
         return clone_inputs(inputs)
     return list(inputs)
-
-
-def reduction_sizes(fusion: Any, inputs: Sequence[Any]) -> dict[int, int]:
-    """Per visible output, the largest number of elements any reduction feeding it combines.
-
-    Tolerances grow with it: a sum of 4096 float32 values is not exact to 1 ulp. Computed
-    from the input shapes by walking producers; unknown extents count as the largest input.
-    """
-    import math
-
-    from fusecli.ir.nodes import SymbolicExtent, TensorView
-    from fusecli.ir.optype import OpKind
-
-    bindings: dict[object, int] = {}
-    for value, tensor in zip(fusion.inputs, inputs):
-        if isinstance(value, TensorView) and hasattr(tensor, "shape"):
-            for domain, size in zip(value.logical, tensor.shape):
-                for extent in (domain.extent, domain.expanded):
-                    if isinstance(extent, SymbolicExtent):
-                        bindings[extent] = int(size)
-    largest_input = max(
-        (math.prod(t.shape) for t in inputs if hasattr(t, "shape")), default=1
-    )
-
-    def size_of(extent: object) -> int:
-        from fusecli.ir.nodes import evaluate_extent
-
-        try:
-            return evaluate_extent(extent, bindings)
-        except (KeyError, TypeError):
-            return largest_input
-
-    reduced: dict[int, int] = {}
-    for expr in fusion.exprs:
-        incoming = max(
-            (reduced.get(v.uid, 1) for v in expr.inputs if isinstance(v, TensorView)), default=1
-        )
-        local = 1
-        if expr.op.kind in (OpKind.REDUCTION, OpKind.NORMALIZATION, OpKind.SCAN,
-                            OpKind.MATMUL, OpKind.ATTENTION):
-            for out in expr.tensor_outputs():
-                local = max(local, math.prod(size_of(d.extent) for d in out.domain
-                                             if d.is_reduction) or 1)
-            if expr.op.kind in (OpKind.SCAN, OpKind.ATTENTION):
-                local = max(local, largest_input)
-        for out in expr.outputs:
-            reduced[out.uid] = max(incoming, local)
-    visible = [o for o in fusion.outputs if o.alias_input is None]
-    return {index: reduced.get(o.value.uid, 1) for index, o in enumerate(visible)}

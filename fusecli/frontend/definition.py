@@ -372,8 +372,10 @@ class FusionDefinition:
         **execute_kwargs: Any,
     ) -> list[Any]:
         """The outputs, after an AssertionError unless they match the reference (default: eager
-        torch), as ``nvfuser_direct``'s validate returns them."""
-        from fusecli.compare import compare_tensors, tolerance_for
+        torch), as ``nvfuser_direct``'s validate returns them; tolerances by dtype and
+        reduction size, never tighter than nvFuser's (``compare.reductions``)."""
+        from fusecli.compare import compare_tensors
+        from fusecli.compare.reductions import reduction_sizes, validation_tolerance
         from fusecli.reference import run_reference
 
         outputs = self.execute(inputs, **execute_kwargs)
@@ -383,8 +385,11 @@ class FusionDefinition:
             if seeds:
                 fusion, ran = seeded_variant(fusion).fusion, [*ran, *seeds]
             reference_outputs = run_reference(fusion, ran).outputs
+        own, theirs = (reduction_sizes(self.fusion, inputs, compound=c) for c in (False, True))
         for index, (actual, expected) in enumerate(zip(outputs, reference_outputs, strict=True)):
-            diff = compare_tensors(actual, expected, tolerance=tolerance_for(expected.dtype))
+            tolerance = validation_tolerance(
+                expected.dtype, own.get(index, 1), theirs.get(index, 1))
+            diff = compare_tensors(actual, expected, tolerance=tolerance)
             if not diff.ok:
                 raise AssertionError(f"output {index} does not match: {diff.summary()}")
         return outputs
