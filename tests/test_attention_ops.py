@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from fusecli.app.pipeline import RunOptions, run_loaded
 from fusecli.bisect.selection import Slicer
@@ -164,6 +165,122 @@ def test_sdpfa_fwd_and_bwd_drop_the_probabilities_the_philox_state_names() -> No
     _close(out, expected_out, atol=1e-5, rtol=1e-4)
     for got, want in zip(grads, expected_grads, strict=True):
         _close(got, want, atol=1e-5, rtol=1e-4)
+
+
+# -- on a GPU: torch's flash attention, its dropout from torch's CUDA generator -----------------
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+DROPOUT_P = 0.2
+
+
+def _cuda_randn(*shape: int, requires_grad: bool = False) -> torch.Tensor:
+    return torch.randn(shape, dtype=torch.bfloat16, device="cuda", requires_grad=requires_grad)
+
+
+@pytest.mark.cuda
+@requires_cuda
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("batch", [(4,), (2, 2)])  # nvFuser flattens batch dims for the kernel
+def test_cuda_sdpfa_fwd_with_dropout_is_torchs_flash_attention_bit_for_bit(
+    batch: tuple[int, ...], is_causal: bool,
+) -> None:
+    torch.manual_seed(6)
+    q, k, v = (_cuda_randn(*batch, 8, 16, 64) for _ in range(3))
+    with FusionDefinition() as fd:
+        tq, tk, tv = (_tensor(fd, t) for t in (q, k, v))
+        out, logsumexp, seed, offset = fd.ops.sdpfa_fwd(
+            tq, tk, tv, dropout_p=fd.define_scalar(DROPOUT_P, dtype=DataType.Double),
+            is_causal=fd.define_scalar(is_causal, dtype=DataType.Bool),
+        )
+        for t in (out, logsumexp, seed, offset):
+            fd.add_output(t)
+    torch.manual_seed(0)
+    out, logsumexp, seed, offset = fd.execute([q, k, v])
+    flat = [t.reshape(-1, *t.shape[-3:]) for t in (q, k, v)]
+    torch.manual_seed(0)
+    expected = torch.ops.aten._scaled_dot_product_flash_attention(
+        *flat, DROPOUT_P, is_causal, False, scale=1 / math.sqrt(64))
+    assert torch.equal(out.reshape(expected[0].shape), expected[0])
+    assert torch.equal(logsumexp.reshape(expected[1].shape), expected[1])
+    # the kernel's rng_state: torch's CUDA generator's seed and offset, for the backward
+    assert (seed.dtype, seed.shape, offset.dtype, offset.shape) == (
+        torch.uint64, (2,), torch.uint64, ())
+    assert torch.equal(seed.cpu(), expected[6].cpu())
+    # the dropout dropped something: the output is not that of no dropout
+    no_dropout = torch.ops.aten._scaled_dot_product_flash_attention(
+        *flat, 0.0, is_causal, False, scale=1 / math.sqrt(64))[0]
+    assert not torch.equal(out.reshape(no_dropout.shape), no_dropout)
+    if batch == (4,):  # what the suite's test_sdpa_fwd compares with
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            torch.manual_seed(0)
+            eager = F.scaled_dot_product_attention(q, k, v, dropout_p=DROPOUT_P,
+                                                   is_causal=is_causal)
+        assert torch.equal(out, eager)
+
+
+@pytest.mark.cuda
+@requires_cuda
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_cuda_sdpfa_bwd_with_dropout_is_torchs_flash_backward_bit_for_bit(
+    is_causal: bool,
+) -> None:
+    torch.manual_seed(7)
+    q, k, v, grad_out = (_cuda_randn(4, 8, 16, 64) for _ in range(4))
+    scale = 0.1
+    # torch's forward draws its dropout mask and returns the state to draw it again
+    forward = torch.ops.aten._scaled_dot_product_flash_attention(
+        q, k, v, DROPOUT_P, is_causal, False, scale=scale)
+    out, logsumexp, philox_seed, philox_offset = (forward[i] for i in (0, 1, 6, 7))
+    expected = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+        grad_out, q, k, v, out, logsumexp, forward[2], forward[3], forward[4], forward[5],
+        DROPOUT_P, is_causal, philox_seed, philox_offset, scale=scale)
+    inputs = [grad_out, q, k, v, out, logsumexp, philox_seed, philox_offset]
+    with FusionDefinition() as fd:
+        tensors = [_tensor(fd, t) for t in inputs]
+        grads = fd.ops.sdpfa_bwd(*tensors[:6], fd.define_scalar(DROPOUT_P, dtype=DataType.Double),
+                                 fd.define_scalar(is_causal, dtype=DataType.Bool), *tensors[6:],
+                                 fd.define_scalar(scale, dtype=DataType.Double))
+        for t in grads:
+            fd.add_output(t)
+    actual = fd.execute(inputs)
+    for got, want in zip(actual, expected, strict=True):
+        assert got.dtype is torch.bfloat16
+        assert torch.equal(got, want)
+
+
+@pytest.mark.cuda
+@requires_cuda
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_cuda_sdpfa_fwd_then_bwd_with_dropout_is_torchs_autograd_bit_for_bit(
+    is_causal: bool,
+) -> None:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(8)
+    q, k, v = (_cuda_randn(4, 8, 16, 64, requires_grad=True) for _ in range(3))
+    grad_out = _cuda_randn(4, 8, 16, 64)
+    with FusionDefinition() as fd:
+        tq, tk, tv, tg = (_tensor(fd, t) for t in (q, k, v, grad_out))
+        dropout_p = fd.define_scalar(DROPOUT_P, dtype=DataType.Double)
+        causal = fd.define_scalar(is_causal, dtype=DataType.Bool)
+        out, logsumexp, seed, offset = fd.ops.sdpfa_fwd(tq, tk, tv, dropout_p=dropout_p,
+                                                        is_causal=causal)
+        grads = fd.ops.sdpfa_bwd(tg, tq, tk, tv, out, logsumexp, dropout_p, causal, seed,
+                                 offset, None)
+        for t in (out, *grads):
+            fd.add_output(t)
+    torch.manual_seed(0)
+    out, *grads = fd.execute([q.detach(), k.detach(), v.detach(), grad_out])
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        torch.manual_seed(0)
+        expected = F.scaled_dot_product_attention(q, k, v, dropout_p=DROPOUT_P,
+                                                  is_causal=is_causal)
+        expected.backward(grad_out)
+    assert torch.equal(out, expected.detach())
+    for got, leaf in zip(grads, (q, k, v), strict=True):
+        assert torch.equal(got, leaf.grad)
 
 
 # -- grouped_mm ----------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from fusecli.compare.reductions import reduction_sizes
 from fusecli.compare import compare_tensors, tolerance_for
+from fusecli.compare.reductions import reduction_sizes
 from fusecli.ir import dtype as dt
 from fusecli.ir.optype import OpKind
 from fusecli.load.inputs import clone_exact

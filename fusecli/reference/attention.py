@@ -13,7 +13,9 @@ in float64 mode), independent of the executors' kernels:
   to BFloat16 (torch._scaled_grouped_mm's only output dtype) before the output's dtype, except
   in float64 mode.
 
-Dropout cannot be reproduced: it draws from nvFuser's philox stream.
+Dropout cannot be reproduced: it draws from the generator of the run that computed it
+(torch's CUDA generator where the executors call torch's flash attention on CUDA, as
+nvFuser does; fusecli's philox stream elsewhere), whose state the reference does not see.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ def _options(ctx: OpContext, operands: tuple[object, ...]) -> tuple[dict, bool, 
     dropout_p = float(options.get("dropout_p") or 0.0)
     if dropout_p > 0:
         raise ValueError(
-            f"dropout_p={dropout_p} cannot be reproduced: dropout draws from nvFuser's philox "
-            "stream; compare with dropout_p=0.0"
+            f"dropout_p={dropout_p} cannot be reproduced: dropout draws from the run's random "
+            "generator (torch's CUDA generator for flash attention on a GPU); compare with "
+            "dropout_p=0.0"
         )
     query = operands[0] if ctx.expr.op is OpType.sdpfa_fwd else operands[1]
     scale = options.get("scale")

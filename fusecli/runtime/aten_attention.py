@@ -3,16 +3,23 @@
 nvFuser evaluates these ops with ATen (csrc/ir/composite_nodes.cpp); so does this executor,
 with the kernels torch has on the operands' device:
 
-- sdpfa_fwd without dropout: torch's flash attention, which gives out and logsumexp
-  together (the CPU kernel, which takes the bias as its mask: what eager torch computes there;
-  on CUDA, half and bfloat16 with head sizes that are multiples of 8, and no bias: with one,
-  nvFuser takes the math path). Otherwise the math: softmax(q kᵀ · scale + bias) v in Float,
-  with dropout drawn from fusecli's random stream at this expr's offset. A row every key of
-  which is masked gives 0 (torch's safe softmax) and a logsumexp of -inf.
-  philox_seed is uint64 [seed, offset] (zeros without dropout), philox_offset unused (0).
-- sdpfa_bwd: torch's CPU flash backward without dropout; otherwise the math of flash
-  attention's backward from out and logsumexp, the dropout mask drawn again from the
-  [seed, offset] that sdpfa_fwd returned.
+- sdpfa_fwd on CUDA, where torch's flash kernel takes the operands (half and bfloat16, head
+  sizes that are multiples of 8 up to 256, no bias: with one, nvFuser takes the math path):
+  torch's flash attention with the dropout, as nvFuser's SdpaFwdOp::evaluate calls it; the
+  dropout mask comes from torch's CUDA generator, and philox_seed and philox_offset are the
+  kernel's rng_state (uint64 [2]) and its unused uint64 scalar (zeros without dropout, where
+  the kernel leaves them unwritten).
+- sdpfa_fwd elsewhere: without dropout on the CPU, torch's CPU flash kernel, which takes the
+  bias as its mask (what eager torch computes there). Otherwise the math:
+  softmax(q kᵀ · scale + bias) v in Float, with dropout drawn from fusecli's random stream at
+  this expr's offset. A row every key of which is masked gives 0 (torch's safe softmax) and a
+  logsumexp of -inf. philox_seed is uint64 [seed, offset] (zeros without dropout),
+  philox_offset unused (0).
+- sdpfa_bwd: on CUDA where the flash kernel applies, torch's flash backward with the
+  philox_seed and philox_offset given (those sdpfa_fwd returned), as nvFuser's
+  SdpaBwdOp::evaluate calls it; torch's CPU flash backward without dropout on the CPU;
+  otherwise the math of flash attention's backward from out and logsumexp, the dropout mask
+  drawn again from the [seed, offset] that sdpfa_fwd returned.
 - grouped_mm: one matmul per group in the operands' dtype (nvFuser's fallback); the scaled
   form dequantizes in Float, rounds to BFloat16 as torch._scaled_grouped_mm does, then casts
   to the output's dtype.
@@ -52,21 +59,31 @@ def _sdpfa_fwd(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any,
     options = given_options(expr, args)
     dropout_p, is_causal, scale = _scalars(options, query)
     bias = _attention_bias(options.get("bias"), options.get("mask"), query.dtype)
-    seed, offset = (ctx.seed, ctx.random_offsets.get(expr.uid, 0)) if dropout_p else (0, 0)
     batch = query.shape[:-3]
     q, k, v = (_flatten(t) for t in (query, key, value))
     if bias is not None:
         bias = _flatten(bias.expand(*batch, *bias.shape[-3:]))
-    if dropout_p == 0.0 and _flash_applies(q, k, v, bias):
-        out, logsumexp = _flash(q, k, v, bias, is_causal, scale)
+    if query.device.type == "cuda" and _flash_applies(q, k, v, bias):
+        out, logsumexp, philox_seed, philox_offset = _cuda_flash(
+            q, k, v, dropout_p, is_causal, scale
+        )
     else:
-        out, logsumexp = _attention_math(q, k, v, bias, dropout_p, is_causal, scale,
-                                         (seed, offset))
+        seed, offset = (ctx.seed, ctx.random_offsets.get(expr.uid, 0)) if dropout_p else (0, 0)
+        if dropout_p == 0.0 and _flash_applies(q, k, v, bias):
+            out, logsumexp = _cpu_flash(q, k, v, bias, is_causal, scale)
+        else:
+            out, logsumexp = _attention_math(q, k, v, bias, dropout_p, is_causal, scale,
+                                             (seed, offset))
+        philox_seed, philox_offset = _philox_state(seed, offset, query.device)
     out = out.reshape(*batch, *out.shape[1:])
     logsumexp = logsumexp.float().reshape(*batch, *logsumexp.shape[1:])
-    philox_seed = torch.tensor([seed, offset], dtype=torch.uint64, device=query.device)
-    philox_offset = torch.zeros((), dtype=torch.uint64, device=query.device)
     return (out, logsumexp, philox_seed, philox_offset)
+
+
+def _philox_state(seed: int, offset: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """philox_seed (uint64 [seed, offset]) and philox_offset (an unused uint64 0)."""
+    return (torch.tensor([seed, offset], dtype=torch.uint64, device=device),
+            torch.zeros((), dtype=torch.uint64, device=device))
 
 
 def _attention_bias(bias: Tensor | None, mask: Tensor | None, dtype: torch.dtype) -> Tensor | None:
@@ -95,23 +112,34 @@ def _flash_applies(query: Tensor, key: Tensor, value: Tensor, bias: Tensor | Non
     )
 
 
-def _flash(query, key, value, bias, is_causal: bool, scale: float) -> tuple[Tensor, Tensor]:
-    if query.device.type == "cpu":
-        out, logsumexp = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            query, key, value, 0.0, is_causal, attn_mask=bias, scale=scale
-        )
-        if bias is None:
-            return out, logsumexp
-        # The kernel's logsumexp of a row with no visible key is 0; it is that of no terms.
-        visible = bias != -math.inf
-        if is_causal:
-            lengths = (query.shape[-2], key.shape[-2])
-            visible = visible & torch.ones(lengths, dtype=torch.bool, device=bias.device).tril()
-        return out, logsumexp.masked_fill(~visible.any(dim=-1), -math.inf)
-    results = torch.ops.aten._scaled_dot_product_flash_attention(
-        query, key, value, 0.0, is_causal, False, scale=scale
+def _cpu_flash(query, key, value, bias, is_causal: bool, scale: float) -> tuple[Tensor, Tensor]:
+    """torch's CPU flash kernel, without dropout."""
+    out, logsumexp = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        query, key, value, 0.0, is_causal, attn_mask=bias, scale=scale
     )
-    return results[0], results[1]
+    if bias is None:
+        return out, logsumexp
+    # The kernel's logsumexp of a row with no visible key is 0; it is that of no terms.
+    visible = bias != -math.inf
+    if is_causal:
+        lengths = (query.shape[-2], key.shape[-2])
+        visible = visible & torch.ones(lengths, dtype=torch.bool, device=bias.device).tril()
+    return out, logsumexp.masked_fill(~visible.any(dim=-1), -math.inf)
+
+
+def _cuda_flash(
+    query, key, value, dropout_p: float, is_causal: bool, scale: float
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """out, logsumexp, philox_seed and philox_offset from torch's CUDA flash kernel, called as
+    nvFuser's SdpaFwdOp::evaluate calls it; its dropout draws from torch's CUDA generator."""
+    results = torch.ops.aten._scaled_dot_product_flash_attention(
+        query, key, value, dropout_p, is_causal, False, scale=scale
+    )
+    # (out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, rng_state, unused, debug_attn_mask)
+    out, logsumexp, rng_state, unused = results[0], results[1], results[6], results[7]
+    if dropout_p == 0.0:  # the kernel leaves its rng_state unwritten: zeros, as elsewhere
+        return (out, logsumexp, *_philox_state(0, 0, query.device))
+    return out, logsumexp, rng_state, unused
 
 
 def _scores(query: Tensor, key: Tensor, bias: Tensor | None, is_causal: bool, scale: float):
@@ -153,8 +181,16 @@ def _attention_math(
 
 
 def _sdpfa_bwd(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    grad_out, query, key, value, out, logsumexp, philox_seed, _ = args[:8]
+    grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset = args[:8]
     dropout_p, is_causal, scale = _scalars(given_options(expr, args), query)
+    if query.device.type == "cuda" and _flash_applies(query, key, value):
+        # As nvFuser's SdpaBwdOp::evaluate: cum_seq_q and cum_seq_k undefined (no nested
+        # tensors), max_q and max_k the sequence lengths, the philox state as given.
+        return tuple(torch.ops.aten._scaled_dot_product_flash_attention_backward(
+            grad_out, query, key, value, out, logsumexp, None, None,
+            query.shape[2], key.shape[2], dropout_p, is_causal, philox_seed, philox_offset,
+            scale=scale,
+        ))
     if dropout_p == 0.0 and query.device.type == "cpu" and _flash_applies(query, key, value):
         return tuple(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
             grad_out, query, key, value, out, logsumexp, 0.0, is_causal, scale=scale

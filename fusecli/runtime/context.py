@@ -90,7 +90,9 @@ def random_offsets(fusion: Fusion) -> dict[int, int]:
     """Each random expr's offset: its position among the fusion's random exprs.
 
     sdpfa_fwd exprs (whose dropout draws random numbers too) follow, numbered after the random
-    exprs, so that adding attention to a fusion does not shift the offsets of ``uniform``.
+    exprs, so that adding attention to a fusion does not shift the offsets of ``uniform``. On
+    CUDA, where torch's flash kernel computes an sdpfa_fwd, its dropout draws from torch's CUDA
+    generator instead, as nvFuser's does, and its offset here goes unused.
     """
     offsets: dict[int, int] = {}
     for expr in fusion.exprs:
