@@ -201,6 +201,31 @@ def test_dead_code_goes_first_in_one_question_as_nvfuser_never_compiles_it(tmp_p
     assert minimized["verified"]
 
 
+def test_dead_code_a_failure_needs_stays_dead_code(tmp_path):
+    """nvFuser keeps dead code in its Fusion, and a failure can need it (fuzz_700046 of
+    tests/nvfuser_failures): here the assert fires only while a cos no output reads is defined.
+    The live part alone passes; the fusion as given (its dead code read by no output, not made
+    an output) is what minimization starts from, and the minimized repro keeps the cos dead."""
+    dead = REPRO.replace(
+        "    fd.add_output(T7)\n",
+        "    T11 = fd.ops.cos(T9)\n    fd.add_output(T7)\n",
+    )
+    minimized = _minimized(tmp_path, dead, "dead:cos")
+    first, second = minimized["steps"][:2]
+    assert (first["phase"], first["failing"]) == ("dead code", False)
+    assert (second["phase"], second["failing"]) == ("dead code", True)
+    # a fusion needs an output: the abs that reads what the cos reads is the one left
+    assert sorted(minimized["exprs"]) == ["abs", "cos"]
+    assert minimized["verified"]
+    script = Path(minimized["repro_py"])
+    text = script.read_text(encoding="utf-8")
+    assert "fd.ops.cos(" in text and "add_output" in text
+    assert re.search(r"add_output\((\w+)\)", text).group(1) not in re.findall(
+        r"(\w+) = fd\.ops\.cos\(", text)  # the cos is no output
+    assert _plain(script, "dead:cos").returncode == 1
+    assert _plain(script, "").returncode == 0
+
+
 def test_common_subexpressions_are_read_once_in_one_question(tmp_path):
     """A traced fusion computes the same op once per use; one question merges every copy."""
     twice = REPRO.replace("    T8 = fd.ops.sin(T3)\n",

@@ -13,6 +13,8 @@ holds every OP named:
 - ``wrong``: returns outputs computed with OP wrong (fusecli's fault injection);
 - ``shape``: returns every output of rank 1 or more cut to length 1 in its last dimension, as
   nvFuser 0.2.36 drops an expand after a slice of a broadcast dimension;
+- ``dead``: the assert, where every OP named is defined by an op no output reads (dead code,
+  which nvFuser keeps in its Fusion: a failure can need it);
 - ``hang``: never returns;
 - ``segfault``: the process dies of SIGSEGV;
 - ``forked``: raises a CUDA initialization error in a child forked from a preloaded
@@ -120,6 +122,8 @@ class FusionDefinition(_FusecliDefinition):
 
             os.write(1, nvfuser_log(segmented).encode())
         for kind, ops in _rules():
+            if kind == "dead" and ops <= _dead_ops(fusion):
+                raise RuntimeError(_assert_text("assert", 0, len(fusion.exprs)))
             group = next((s for s in segmented.segments
                           if ops <= {e.op.value for e in s.exprs}), None)
             if group is None:
@@ -139,6 +143,18 @@ class FusionDefinition(_FusecliDefinition):
                 outputs = super().execute(inputs, *args, **kwargs)
                 return [o[..., :1] if getattr(o, "ndim", 0) else o for o in outputs]
         return super().execute(inputs, *args, **kwargs)
+
+
+def _dead_ops(fusion: Any) -> set[str]:
+    """The ops of the exprs none of the fusion's outputs needs."""
+    needed = {o.value.uid for o in fusion.outputs}
+    dead = set()
+    for expr in reversed(fusion.exprs):
+        if any(o.uid in needed for o in expr.outputs):
+            needed.update(v.uid for v in expr.inputs)
+        else:
+            dead.add(expr.op.value)
+    return dead
 
 
 def _with_fault(parent: Any, inputs: Any, ops: list[str]) -> list[Any]:
