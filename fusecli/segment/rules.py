@@ -86,6 +86,10 @@ class RuleProfile:
     # RemoveBcastSqueeze: a broadcast and a squeeze that cancel are removed (#2291, May 2024;
     # per-axis since #3034, October 2024; bcast_squeeze.py)
     remove_bcast_squeeze: bool = False
+    # SegmentCandidateFinder::privatizeOps: each use of an up-cast but the first gets its own
+    # cast, reverted where copies share a final segment (#3776, February 2025; squeezes of
+    # two uses since #4583; privatize.py)
+    privatize_ops: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -108,6 +112,7 @@ PROFILES: dict[str, RuleProfile] = {
         allocation_order_inference=True,
         no_reduction_matmul=True,
         remove_bcast_squeeze=True,
+        privatize_ops=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",

@@ -32,6 +32,7 @@ from fusecli.segment.diagnosis import advise
 from fusecli.segment.groups import Group, GroupGraph
 from fusecli.segment.heuristics import HeuristicParams
 from fusecli.segment.lowering import pre_segmentation
+from fusecli.segment.privatize import Privatized, privatize_ops, revert_privatized
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
 from fusecli.segment.schedulers import check, propose
@@ -59,6 +60,7 @@ class Segmenter:
         self.groups = GroupGraph(self.graph)
         self.forwarded: list[list[Expr]] = []
         self._copied: frozenset[int] = frozenset()  # exprs of forwarded fulls (_forward_inputs)
+        self.privatized = Privatized(self.fusion)  # copies of up-casts (privatize.py)
         self._answers: dict[frozenset[int], tuple[str | None, list[Verdict], str | None]] = {}
 
     # -- asking the schedulers ----------------------------------------------------------------
@@ -111,8 +113,13 @@ class Segmenter:
         translated = translate_applicable_welfords(self.fusion, self.ctx, tensor_exprs)
         if translated is not None:  # the segments are built again from the two-pass fusion
             self._adopt(translated)
-            result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
             tensor_exprs = self.graph.live_tensor_exprs()
+        if self.profile.privatize_ops:
+            self.privatized = privatize_ops(self.fusion, tensor_exprs)
+            if self.privatized.original_of:
+                self._adopt(self.privatized.fusion)
+                tensor_exprs = self.graph.live_tensor_exprs()
+        result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
         self._initial_groups(tensor_exprs)
         for group in self.groups.groups:
             if self._produces_fusion_output(group):
@@ -128,7 +135,8 @@ class Segmenter:
         self._merge_rounds()
         self._final_merge()
         self._resolve_forwarded()
-        return self._finalize(result)
+        self._revert_privatized()
+        return self._finalize(SegmentedFusion(self.fusion, self.profile.name, log=self.log))
 
     def _adopt(self, fusion: Fusion) -> None:
         """Segment ``fusion`` (a rewrite of the one segmented so far) from here on."""
@@ -326,6 +334,15 @@ class Segmenter:
                 group = self.groups.add(Group(list(chain)), own_exprs=False)
             for expr in chain:
                 self.groups.group_of.setdefault(expr.uid, consumers[0] if consumers else group)
+
+    def _revert_privatized(self) -> None:
+        """revertPrivatizedOps on the final groups; their schedulers are asked again."""
+        groups = self.groups.alive()
+        fusion, reverted = revert_privatized(self.privatized, [g.exprs for g in groups])
+        if self.privatized.original_of and fusion is not self.fusion:
+            self._adopt(fusion)
+            for group, exprs in zip(groups, reverted, strict=True):
+                self.groups.add(Group(exprs, group.scheduler))
 
     def _finalize(self, result: SegmentedFusion) -> SegmentedFusion:
         for group in self.groups.run_order(self.groups.alive()):

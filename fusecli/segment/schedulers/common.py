@@ -264,8 +264,9 @@ def persistent_buffers(candidate: Candidate) -> list[TensorView]:
     """Tensors a kernel must keep on chip across a reduction: read before it and after it.
 
     A tensor X is persistent when one of its uses leads to a reduction R and another use
-    depends on R (x in x * rsqrt(mean(x * x))). Reduction reachability is a bitmask per
-    expr, computed in one backward and one forward pass: linear in the segment's size.
+    depends on R (x in x * rsqrt(mean(x * x))) or feeds pointwise ops that meet R's result
+    (UnmappableReductionDomains, csrc/logical_domain_map.cpp: an input read by two privatized
+    casts, privatize.py). Reduction reachability is a bitmask per expr: linear passes.
     """
     return candidate.memo("persistent_buffers", _persistent_buffers)
 
@@ -291,6 +292,11 @@ def _persistent_buffers(candidate: Candidate) -> list[TensorView]:
         after[expr.uid] = mask
         for out in expr.outputs:
             produced_after[out.uid] = mask | bit.get(expr.uid, 0)
+    meets: dict[int, int] = {}  # expr uid -> reductions met by it or the pointwise ops after it
+    for expr in reversed(exprs):
+        meets[expr.uid] = after[expr.uid]
+        for consumer in (c for out in expr.outputs for c in candidate.uses_inside(out)):
+            meets[expr.uid] |= 0 if bit.keys() & {expr.uid, consumer.uid} else meets[consumer.uid]
     buffers: list[TensorView] = []
     for value in candidate.tensors:
         uses = candidate.uses_inside(value)
@@ -299,7 +305,7 @@ def _persistent_buffers(candidate: Candidate) -> list[TensorView]:
         reaching = 0
         for use in uses:
             reaching |= leads_to[use.uid]
-        if any(after[use.uid] & reaching for use in uses):
+        if any(meets[use.uid] & reaching for use in uses):
             buffers.append(value)
     return buffers
 
@@ -390,11 +396,3 @@ def reduction_signatures_agree(candidate: Candidate) -> tuple[Expr, Expr] | None
         ):
             return first, expr
     return None
-
-
-def tv_inputs(candidate: Candidate) -> list[TensorView]:
-    return list(candidate.inputs)
-
-
-def has_kind(candidate: Candidate, *kinds: OpKind) -> bool:
-    return candidate.has(*kinds)

@@ -102,12 +102,17 @@ def _groups(candidate: Candidate) -> dict[object, list[TensorView]]:
 
 
 def _grouped_by_innermost(candidate: Candidate) -> dict[object, list[TensorView]]:
+    """No groups at all when a segment output or input has no innermost dimension (a 0-d
+    tensor, or only broadcasts): nvFuser's grouping gives up on it ("we just return a null
+    result which will tell the scheduler to reject the fusion"), so transpose refuses the
+    segment and resize sees no transpose-like pattern."""
     dims = DimGraph(candidate.exprs, reshape_inner=True, sizes=candidate.graph.size_of)
     groups: dict[object, list[TensorView]] = {}
     for tensor in (*candidate.outputs, *candidate.inputs):
         position = innermost_position(tensor, _stride_order(candidate, tensor))
-        if position is not None:
-            groups.setdefault(dims.class_of(tensor, position), []).append(tensor)
+        if position is None:
+            return {}
+        groups.setdefault(dims.class_of(tensor, position), []).append(tensor)
     ordered = sorted(groups.items(), key=lambda item: -len(item[1]))  # stable
     return dict(ordered)
 
