@@ -26,7 +26,7 @@ extent itself). Both are read through to the value they stand for.
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from fusecli.frontend.records import format_double
 from fusecli.frontend.translate_ops import DIRECT_PRINTERS, unused_results
@@ -41,9 +41,9 @@ from fusecli.ir.nodes import (
     SymbolicExtent,
     TensorView,
     Val,
-    Vector,
 )
 from fusecli.ir.optype import OpType
+from fusecli.ir.order import operands, post_order, terminating_outputs
 from fusecli.ir.printer import Namer
 
 HEADER = "def nvfuser_fusion(fd : FusionDefinition) -> None :"
@@ -243,7 +243,7 @@ class Translator:
 
         def children(node: Node) -> Sequence[Node]:
             if isinstance(node, Expr):
-                return [self.canonical(v) for v in _operands(node)]
+                return [self.canonical(v) for v in operands(node)]
             definition = self.fusion.definition(node) if isinstance(node, Val) else None
             return [definition] if definition is not None else []
 
@@ -252,46 +252,7 @@ class Translator:
 
     def _terminating_outputs(self) -> list[Val]:
         """Outputs that no other output depends on (``Fusion::getTerminatingOutputs``)."""
-        outputs = {id(v) for v in self.fusion.output_values}
-        feeds_output: set[int] = set()
-        for expr in reversed(self.fusion.exprs):
-            if any(id(o) in outputs or id(o) in feeds_output for o in expr.outputs):
-                feeds_output.update(id(v) for v in _operands(expr))
-        found: dict[int, Val] = {}
-        for value in self.fusion.output_values:
-            if id(value) not in feeds_output:
-                found.setdefault(id(value), value)
-        return list(found.values())
-
-
-def post_order(roots: Iterable[Node], children: Callable[[Node], Sequence[Node]]) -> list[Node]:
-    """Every node reachable from ``roots``, each after its children (left to right); without
-    recursion, for fusions thousands of exprs deep."""
-    visited: set[int] = set()
-    order: list[Node] = []
-    for root in roots:
-        if id(root) in visited:
-            continue
-        stack = [(root, iter(children(root)))]
-        while stack:
-            node, pending = stack[-1]
-            child = next((c for c in pending if id(c) not in visited), None)
-            if child is not None:
-                stack.append((child, iter(children(child))))
-                continue
-            stack.pop()
-            if id(node) not in visited:
-                visited.add(id(node))
-                order.append(node)
-    return order
-
-
-def _operands(expr: Expr) -> list[Val]:
-    """An expr's inputs, a vector standing for its elements."""
-    found: list[Val] = []
-    for value in expr.inputs:
-        found.extend(value.elements if isinstance(value, Vector) else [value])
-    return found
+        return terminating_outputs(self.fusion)
 
 
 def _tensors_by_creation(fusion: Fusion) -> list[TensorView]:
