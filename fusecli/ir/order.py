@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from fusecli.ir.nodes import Expr, Fusion, Val, Vector
+from fusecli.ir.optype import OpType
 
 Node = TypeVar("Node")
 
@@ -57,3 +58,21 @@ def terminating_outputs(fusion: Fusion, read: Callable[[Expr], Sequence[Val]] = 
         if id(value) not in feeds_output:
             found.setdefault(id(value), value)
     return list(found.values())
+
+
+def walk_positions(fusion: Fusion) -> dict[int, int]:
+    """Each expr's place (by uid) in nvFuser's ``Fusion::exprs()`` order (above), where its
+    segmenter makes its first groups and their edges in. A ``size`` reads no tensor in this
+    walk: in nvFuser it is an extent, the input's, not an op on the tensor it was asked of.
+    Exprs no output needs are not placed."""
+    definition = {id(out): e for e in fusion.exprs for out in e.outputs}
+
+    def children(node: Expr | Val) -> Sequence[Expr | Val]:
+        if isinstance(node, Expr):
+            return [] if node.op is OpType.size else operands(node)
+        found = definition.get(id(node))
+        return [found] if found is not None else []
+
+    walked = post_order(terminating_outputs(fusion), children)
+    exprs = [node for node in walked if isinstance(node, Expr)]
+    return {expr.uid: index for index, expr in enumerate(exprs)}

@@ -145,7 +145,10 @@ class RuntimeInfo:
             if not isinstance(known, int) or isinstance(known, bool):
                 return
             operands.append(known)
-        self.bindings[output] = _INTEGER_SCALAR_OPS[expr.op](*operands)
+        try:
+            self.bindings[output] = _INTEGER_SCALAR_OPS[expr.op](*operands)
+        except ZeroDivisionError:
+            return
 
     def _bind_slice_lengths(self, expr: Expr) -> None:
         """A slice's length from its input's known size (``ir.ops_resize.slice_lengths``)."""
@@ -175,6 +178,9 @@ _INTEGER_SCALAR_OPS: dict[OpType, Callable[..., int]] = {
     OpType.sub: lambda a, b: a - b,
     OpType.mul: lambda a, b: a * b,
     OpType.neg: lambda a: -a,
+    # C++'s integer division (toward zero), as nvFuser's concretization evaluates a reshape's
+    # ``div(mul(size, 32), size)``; a division by zero leaves the scalar unknown
+    OpType.div: lambda a, b: abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1),
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusecli.ir.nodes import Expr, TensorView
+from fusecli.ir.order import walk_positions
 from fusecli.segment.candidate import FusionGraph
 
 
@@ -33,6 +34,12 @@ class GroupGraph:
         self.group_of: dict[int, Group] = {}  # expr uid -> group
         self._producer_cache: dict[int, Edges] = {}
         self._consumer_cache: dict[int, Edges] = {}
+        # nvFuser makes its first groups and their edges in its exprs() order
+        self.walk = walk_positions(graph.fusion)
+
+    def in_walk_order(self, exprs: list[Expr]) -> list[Expr]:
+        """``exprs`` in nvFuser's exprs() order (``ir.order``), where its first groups come."""
+        return sorted(exprs, key=lambda e: self.walk.get(e.uid, len(self.walk)))
 
     def add(self, group: Group, own_exprs: bool = True) -> Group:
         """Add ``group``; with ``own_exprs`` it becomes the owner of each of its exprs."""
@@ -90,6 +97,8 @@ class GroupGraph:
                     owner = self.group_of.get(consumer.uid)
                     if owner is not None and owner is not group:
                         found.setdefault(owner, []).append(value)
+        found = dict(sorted(found.items(), key=lambda edge: min(
+            self.walk.get(e.uid, len(self.walk)) for e in edge[0].exprs)))
         self._consumer_cache[id(group)] = found
         return found
 

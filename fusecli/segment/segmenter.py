@@ -19,10 +19,8 @@ The decision log records every candidate and every verdict, but only when asked 
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 
-from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.aliases import find_aliases
@@ -32,6 +30,7 @@ from fusecli.segment.diagnosis import advise
 from fusecli.segment.groups import Group, GroupGraph
 from fusecli.segment.heuristics import HeuristicParams
 from fusecli.segment.lowering import pre_segmentation
+from fusecli.segment.merge_order import merge_up_and_down_casts, preferred_pairs
 from fusecli.segment.privatize import Privatized, privatize_ops, revert_privatized
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
@@ -120,7 +119,7 @@ class Segmenter:
                 self._adopt(self.privatized.fusion)
                 tensor_exprs = self.graph.live_tensor_exprs()
         result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
-        self._initial_groups(tensor_exprs)
+        self._initial_groups(self.groups.in_walk_order(tensor_exprs))
         for group in self.groups.groups:
             if self._produces_fusion_output(group):
                 group.scheduler = self.try_schedule(group.exprs, "initial")
@@ -128,7 +127,7 @@ class Segmenter:
                     result.failure = self._diagnose(group.exprs)
                     return result
         if self.profile.merge_up_and_down_casts:
-            self._merge_up_and_down_casts()
+            merge_up_and_down_casts(self.groups, lambda e: self.try_schedule(e, "pre_merge"))
         forwarded_ends = [chain[-1].output for chain in self.forwarded]
         combine_reductions(self.groups, lambda exprs: self.try_schedule(exprs, "combine"),
                            [*self.fusion.inputs, *forwarded_ends])
@@ -224,17 +223,17 @@ class Segmenter:
         return chosen
 
     def _merge_rounds(self) -> None:
+        """findSegments' rounds: the preferred pairs first (``merge_order.preferred_pairs``),
+        and only when none merges, every group with its first candidate that schedules."""
         while True:
             self.groups.reset_levels()
             pairs: list[tuple[Group, Group, str]] = []
-            for group in self.groups.alive():
-                if group.merged:
-                    continue
+            for group, neighbor in preferred_pairs(self.groups, self._merge_candidates):
+                if not (group.merged or neighbor.merged):
+                    self._try_pair(group, neighbor, pairs)
+            for group in [] if pairs else self.groups.alive():
                 for neighbor in self._merge_candidates(group):
-                    scheduler = self.try_schedule(group.exprs + neighbor.exprs, "merge")
-                    if scheduler is not None:
-                        group.merged = neighbor.merged = True
-                        pairs.append((group, neighbor, scheduler))
+                    if self._try_pair(group, neighbor, pairs):
                         break
             if not pairs:
                 return
@@ -242,50 +241,12 @@ class Segmenter:
                 self.groups.join([first, second], scheduler)
             self.groups.compact()
 
-    def _merge_up_and_down_casts(self) -> None:
-        """nvFuser's MergeUpAndDownCast: an up-cast, the ops after it, and the down-cast that
-        ends them, as one segment (Thunder's bf16 -> float -> bf16 pattern).
-
-        From an up-cast group, a breadth-first walk (getCandidateCastGroup): a group that is
-        no down-cast brings in its consumer when it has a single consumer edge; a group that
-        is no up-cast brings in each producer whose only consumer edge is to it. Two or more
-        groups are merged when a scheduler accepts them together; after a merge the search
-        starts over, and an up-cast already in a tried candidate is not a start again.
-        """
-        changed = True
-        while changed:
-            changed = False
-            considered: set[int] = set()
-            for start in list(self.groups.groups):
-                if not start.alive or not _is_cast(start, up=True) or id(start) in considered:
-                    continue
-                chosen = self._cast_chain(start)
-                if len(chosen) < 2:
-                    continue
-                considered.update(id(g) for g in chosen)
-                scheduler = self.try_schedule([e for g in chosen for e in g.exprs], "pre_merge")
-                if scheduler is not None:
-                    self.groups.join(chosen, scheduler)
-                    changed = True
-                    break
-            self.groups.compact()
-
-    def _cast_chain(self, start: Group) -> list[Group]:
-        chosen: list[Group] = []
-        queue = deque([start])
-        while queue:
-            group = queue.popleft()
-            if not group.exprs or any(group is g for g in chosen):
-                continue
-            chosen.append(group)
-            consumers = self.groups.consumers(group)
-            if not _is_cast(group, up=False) and _edge_count(consumers) == 1:
-                queue.append(next(iter(consumers)))
-            if not _is_cast(group, up=True):
-                for producer in self.groups.producers(group):
-                    if _edge_count(self.groups.consumers(producer)) == 1:
-                        queue.append(producer)
-        return chosen
+    def _try_pair(self, group: Group, neighbor: Group, pairs: list) -> bool:
+        scheduler = self.try_schedule(group.exprs + neighbor.exprs, "merge")
+        if scheduler is not None:
+            group.merged = neighbor.merged = True
+            pairs.append((group, neighbor, scheduler))
+        return scheduler is not None
 
     def _final_merge(self) -> None:
         merged = True
@@ -368,23 +329,6 @@ class Segmenter:
         candidate = self._candidate(exprs)
         verdicts = tuple(check(name, candidate, self.ctx) for name in self.ctx.order)
         return Diagnosis(candidate, verdicts, advise(candidate, verdicts, self.profile.name))
-
-
-def _edge_count(edges: dict) -> int:
-    """Edges as nvFuser counts them: one per value and consuming group."""
-    return sum(len({value.uid for value in values}) for values in edges.values())
-
-
-def _is_cast(group: Group, up: bool) -> bool:
-    """A single cast between floating types to more bits (up) or fewer (down)."""
-    if len(group.exprs) != 1 or group.exprs[0].op is not OpType.cast:
-        return False
-    expr = group.exprs[0]
-    source, target = expr.inputs[0].dtype, expr.output.dtype
-    if not (dt.is_floating(source) and dt.is_floating(target)):
-        return False
-    source_bits, target_bits = dt.info(source).bits, dt.info(target).bits
-    return target_bits > source_bits if up else target_bits < source_bits
 
 
 def segment_fusion(

@@ -131,13 +131,13 @@ def _first_reference(candidate: Candidate) -> TensorView | None:
 def _reference_for(candidate: Candidate, group: list[TensorView]) -> TensorView | None:
     """findReferenceFor: the first tensor of most dimensions in ``group`` that is a valid
     reference (every loop of every segment input is among its loops or theirs before a
-    slice, pad, cat or reshape); None when none is."""
-    best = None
+    slice, pad, cat or reshape); None when none is. Dimensions are counted as
+    ``scheduler_utils::nLogicalDims`` counts them: broadcasts and reductions left out."""
+    best, most = None, -1
     for tensor in group:
-        if best is not None and len(tensor.logical) <= len(best.logical):
-            continue
-        if _reaches_all_inputs(candidate, tensor):
-            best = tensor
+        dims = sum(1 for d in tensor.logical if not (d.is_broadcast or d.is_reduction))
+        if dims > most and _reaches_all_inputs(candidate, tensor):
+            best, most = tensor, dims
     return best
 
 
