@@ -226,6 +226,29 @@ def test_dead_code_a_failure_needs_stays_dead_code(tmp_path):
     assert _plain(script, "").returncode == 0
 
 
+def test_sigterm_while_minimizing_writes_the_smallest_failure_found(tmp_path):
+    """A CI job's time limit sends SIGTERM: bisect stops asking, lets the questions in flight
+    end, and writes and checks the smallest failing fusion found so far, saying it stopped."""
+    repro, pidfile = tmp_path / "repro.py", tmp_path / "bisect.pid"
+    repro.write_text(REPRO, encoding="utf-8")
+    env = _env("assert:tanh+sum")
+    env["FUSECLI_STANDIN_STOP"] = f"{pidfile}:6"  # the stand-in sends it mid-minimization
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fusecli", "bisect", str(repro), "--engine", "nvfuser", "-o",
+         str(tmp_path / "out"), "-j", "1", "--json", "--mode", "minimize", "--no-shrink"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    pidfile.write_text(str(process.pid), encoding="utf-8")
+    stdout, _ = process.communicate(timeout=600)
+    assert (tmp_path / "bisect.pid.sent").is_file()
+    assert process.returncode == 0
+    report = json.loads(stdout)
+    assert any("stopped by SIGTERM" in note for note in report["notes"]), report["notes"]
+    minimized = report["minimized"]
+    assert {"tanh", "sum"} <= set(minimized["exprs"]) and minimized["verified"]
+    assert Path(minimized["repro_py"]).is_file()
+
+
 def test_common_subexpressions_are_read_once_in_one_question(tmp_path):
     """A traced fusion computes the same op once per use; one question merges every copy."""
     twice = REPRO.replace("    T8 = fd.ops.sin(T3)\n",

@@ -19,8 +19,11 @@ that does not come back is reported as flaky and the step is not taken. Question
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from fusecli.bisect.ddmin import Budget, ddmin
@@ -58,6 +61,7 @@ class Prober:
         self.deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         self.max_seconds = max_seconds
         self.out_of_budget: str | None = None
+        self.stopped: str | None = None  # a signal asked to stop (``stop_on_signals``)
         self.known: dict[Selection, bool] = {}
         self.steps: list[Step] = []
         self.flaky: str | None = None
@@ -96,7 +100,9 @@ class Prober:
         return [bool(r) for r in results]
 
     def _check_budget(self) -> None:
-        if self.oracle.queries >= self.max_queries:
+        if self.stopped is not None:
+            self.out_of_budget = self.stopped
+        elif self.oracle.queries >= self.max_queries:
             self.out_of_budget = f"--max-queries {self.max_queries} reached"
         elif self.deadline is not None and time.perf_counter() >= self.deadline:
             self.out_of_budget = f"--max-seconds {self.max_seconds:g} spent"
@@ -139,8 +145,40 @@ def minimize(
     max_queries: int = 1000,
     max_seconds: float | None = None,
 ) -> Minimization:
-    started, asked = time.perf_counter(), oracle.queries
     prober = Prober(slicer, oracle, tracker, max_queries, max_seconds)
+    with stop_on_signals(prober):
+        return _minimize(slicer, start, oracle, tracker, prober, shrink_sizes)
+
+
+@contextlib.contextmanager
+def stop_on_signals(prober: Prober) -> Iterator[None]:
+    """SIGTERM or Ctrl-C while minimizing (a CI job's time limit, a user who has seen enough):
+    no new question is asked, the ones in flight end, and the smallest failing fusion found so
+    far is written and checked as at the end of a budget. A second signal stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def stop(signum: int, frame: object) -> None:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        prober.stopped = f"stopped by {signal.Signals(signum).name}"  # no I/O in a handler
+
+    for number in previous:
+        signal.signal(number, stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _minimize(
+    slicer: Slicer, start: Selection, oracle: Oracle, tracker: Tracker, prober: Prober,
+    shrink_sizes: bool,
+) -> Minimization:
+    started, asked = time.perf_counter(), oracle.queries
     order = {e.uid: i for i, e in enumerate(slicer.units)}
     selection = _without_dead_code(slicer, start, prober, tracker)
     selection = _smallest_failing_cone(slicer, selection, prober, tracker)

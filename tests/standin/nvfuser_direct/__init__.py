@@ -21,6 +21,10 @@ holds every OP named:
   interpreter (one started with ``python -c``, as bisect's zygotes are), as a native library
   that does not survive a fork would; a new interpreter runs on.
 
+``FUSECLI_STANDIN_STOP=PIDFILE:N`` sends SIGTERM, once, to the process whose pid PIDFILE holds
+when a fusion of at most N exprs executes: a CI job's time limit arriving while bisect
+minimizes.
+
 With ``NVFUSER_DUMP`` naming ``segmented_fusion`` it prints fusecli's segmentation in nvFuser's
 log format on file descriptor 1, as nvFuser does. Tests put ``tests/standin`` first on
 ``PYTHONPATH``; nothing outside the tests imports it.
@@ -117,6 +121,7 @@ class FusionDefinition(_FusecliDefinition):
         fusion = self.fusion
         flat = list(flatten_inputs(list(inputs)))
         segmented = segment_fusion(fusion, flat, keep_log=True)
+        _maybe_stop(len(fusion.exprs))
         if "segmented_fusion" in os.environ.get("NVFUSER_DUMP", ""):
             from fusecli.report.segmentation_view import nvfuser_log
 
@@ -143,6 +148,19 @@ class FusionDefinition(_FusecliDefinition):
                 outputs = super().execute(inputs, *args, **kwargs)
                 return [o[..., :1] if getattr(o, "ndim", 0) else o for o in outputs]
         return super().execute(inputs, *args, **kwargs)
+
+
+def _maybe_stop(exprs: int) -> None:
+    """``FUSECLI_STANDIN_STOP`` (above)."""
+    stop = os.environ.get("FUSECLI_STANDIN_STOP")
+    if not stop:
+        return
+    pidfile, _, most = stop.rpartition(":")
+    sent = pidfile + ".sent"
+    if exprs <= int(most) and os.path.exists(pidfile) and not os.path.exists(sent):
+        open(sent, "w").close()
+        with open(pidfile) as handle:
+            os.kill(int(handle.read()), signal.SIGTERM)
 
 
 def _dead_ops(fusion: Any) -> set[str]:
