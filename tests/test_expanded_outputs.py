@@ -67,6 +67,8 @@ def _check(fd, inputs: list[torch.Tensor], eager: Callable, scheduler: str,
             layout.shape, layout.dtype, layout.stride())
         if exact:
             assert torch.equal(got, want)
+        elif got.dtype == torch.float32:  # sums of hundreds of values, in the kernel's order
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
         else:
             torch.testing.assert_close(got, want)
     found = _expanded_args(kernels)
@@ -231,7 +233,8 @@ def test_an_outer_normalization_stores_its_column_sums_once() -> None:
 
 @needs_gxx
 def test_a_tiled_kernel_stores_an_expanded_output_from_its_first_tile_row() -> None:
-    """An input transposed in memory: the pointwise segment gets the tiled kernel."""
+    """An input transposed in memory: a tiled kernel. The segment is nvFuser's transpose
+    one (its reference, chosen by nLogicalDims, is an add's output, not the expanded one)."""
     a0, b0, v = torch.randn(1024, 512).t(), torch.randn(512, 1024), torch.randn(1024)
 
     def body(fd):
@@ -242,7 +245,7 @@ def test_a_tiled_kernel_stores_an_expanded_output_from_its_first_tile_row() -> N
 
     ((kernel, arg),) = _check(fusion_of(body), [a0, b0, v],
                               lambda a, b, v: [a + b + v.exp(), v.exp().expand(512, 1024)],
-                              "pointwise", exact=False)
+                              "transpose", exact=False)
     assert "tile" in kernel.source and arg.shape == (1, 1024)
     assert all("row == 0" in line for line in _stores(kernel, arg.name))
 

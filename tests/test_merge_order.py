@@ -116,3 +116,27 @@ def test_a_definition_and_its_printed_copy_segment_the_same():
     assert _segments(copy, loaded.inputs) == sorted(
         (s.scheduler, tuple(sorted(e.op.value for e in s.exprs)))
         for s in segment_fusion(loaded.fusion, loaded.inputs).segments)
+
+
+def test_a_value_read_twice_by_one_op_is_two_edges_to_the_cast_merge():
+    """MergeUpAndDownCast brings a producer into an up-cast's group only when it has one
+    consumer edge, and nvFuser's buildInitialSegments makes an edge per input of each expr:
+    var_mean's ``d * d`` reads ``d = x - mean`` twice, so ``d`` stays out. Shaped as pop_512 of
+    the population's fit part (a layer norm whose output is summed over dim 0 and subtracted
+    back, cast to half), recorded as inner_persistent + outer_persistent; counting one edge
+    per value made it inner_outer_persistent + pointwise."""
+    with FusionDefinition() as fd:
+        x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], contiguity=[True, True],
+                                         dtype=D.Half), dtype=D.Float)
+        var, mean = fd.ops.var_mean(x, dims=[1], correction=0, keepdim=False)
+        scale = fd.ops.broadcast_in_dim(fd.ops.rsqrt(fd.ops.add(var, 1e-5)), shape=[8, 4096],
+                                        broadcast_dims=[0])
+        centred = fd.ops.sub(x, fd.ops.broadcast_in_dim(mean, shape=[8, 4096],
+                                                        broadcast_dims=[0]))
+        normed = fd.ops.mul(centred, scale)
+        total = fd.ops.sum(normed, dims=[0], keepdim=False)
+        fd.add_output(total)
+        back = fd.ops.broadcast_in_dim(total, shape=[8, 4096], broadcast_dims=[1])
+        fd.add_output(fd.ops.cast(fd.ops.sub(normed, back), dtype=D.Half))
+    found = [scheduler for scheduler, _ in _segments(fd, [torch.randn(8, 4096).half()])]
+    assert sorted(found) == ["inner_persistent", "outer_persistent"]

@@ -126,8 +126,13 @@ def _cast_chain(groups: GroupGraph, start: Group) -> list[Group]:
 
 
 def _edge_count(edges: dict) -> int:
-    """Edges as nvFuser counts them: one per value and consuming group."""
-    return sum(len({value.uid for value in values}) for values in edges.values())
+    """Edges as nvFuser counts them: ``buildInitialSegments`` connects groups once per input of
+    each expr, so ``mul(t, t)`` reading another group's ``t`` is two edges."""
+    count = 0
+    for consumer, values in edges.items():
+        for uid in {value.uid for value in values}:
+            count += sum(1 for e in consumer.exprs for v in e.inputs if v.uid == uid)
+    return count
 
 
 def _is_cast(group: Group, up: bool) -> bool:
