@@ -87,9 +87,9 @@ def reduction_sizes(
     return {index: reduced.get(o.value.uid, 1) for index, o in enumerate(visible)}
 
 
-def nvfuser_tolerance(dtype: torch.dtype, reduction_size: int) -> Tolerance | None:
+def nvfuser_tolerance(dtype: torch.dtype, reduction_size: int) -> Tolerance:
     """nvFuser's ``getTolerance`` for an output of ``dtype`` reducing ``reduction_size`` values
-    (exact for integers and bool); None for a dtype it has no tolerance for."""
+    (exact for integers and bool)."""
     if not (dtype.is_floating_point or dtype.is_complex):
         return Tolerance(0.0, 0.0, f"{dtype_name(dtype)}: exact")
     if dtype in _FLOAT_TABLE:
@@ -113,7 +113,7 @@ def validation_tolerance(dtype: torch.dtype, own_size: int, nvfuser_size: int) -
     (``nvfuser_tolerance`` at ``nvfuser_size``): what ``fd.validate`` accepts."""
     own = tolerance_for(dtype, own_size)
     theirs = nvfuser_tolerance(dtype, nvfuser_size)
-    if theirs is None or (theirs.atol <= own.atol and theirs.rtol <= own.rtol):
+    if theirs.atol <= own.atol and theirs.rtol <= own.rtol:
         return own
     return Tolerance(max(own.rtol, theirs.rtol), max(own.atol, theirs.atol),
                      f"{own.source}; widened to {theirs.source}")

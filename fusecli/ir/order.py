@@ -45,14 +45,13 @@ def operands(expr: Expr) -> list[Val]:
     return found
 
 
-def terminating_outputs(fusion: Fusion, read: Callable[[Expr], Sequence[Val]] = operands
-                        ) -> list[Val]:
+def terminating_outputs(fusion: Fusion) -> list[Val]:
     """Outputs that no other output depends on (``Fusion::getTerminatingOutputs``)."""
     outputs = {id(v) for v in fusion.output_values}
     feeds_output: set[int] = set()
     for expr in reversed(fusion.exprs):
         if any(id(o) in outputs or id(o) in feeds_output for o in expr.outputs):
-            feeds_output.update(id(v) for v in read(expr))
+            feeds_output.update(id(v) for v in operands(expr))
     found: dict[int, Val] = {}
     for value in fusion.output_values:
         if id(value) not in feeds_output:
@@ -76,3 +75,15 @@ def walk_positions(fusion: Fusion) -> dict[int, int]:
     walked = post_order(terminating_outputs(fusion), children)
     exprs = [node for node in walked if isinstance(node, Expr)]
     return {expr.uid: index for index, expr in enumerate(exprs)}
+
+
+def in_dependency_order(exprs: Sequence[Expr]) -> tuple[Expr, ...]:
+    """``exprs`` in their order, except that each comes after the exprs among them that make
+    what it reads: a producer found later is moved to just before its first reader (a rewrite
+    that rewires a reader to a value made further down)."""
+    produced_by = {out.uid: e for e in exprs for out in e.outputs}
+
+    def producers(expr: Expr) -> list[Expr]:
+        return [produced_by[v.uid] for v in expr.inputs if v.uid in produced_by]
+
+    return tuple(post_order(exprs, producers))

@@ -24,6 +24,7 @@ from fusecli.ir import dtype as dt
 from fusecli.ir.builder import copy_domain
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Val
 from fusecli.ir.optype import OpType
+from fusecli.ir.order import in_dependency_order
 
 # a squeeze whose output has more uses than this is not copied (privatizeUpCastOrSqueezeOp)
 SQUEEZE_MAX_USES = 2
@@ -105,35 +106,13 @@ def revert_privatized(
         e.uid: _reading(e, replacement) for e in privatized.fusion.exprs
         if e.uid not in dropped and any(v.uid in replacement for v in e.inputs)
     }
-    exprs = _in_order([rewritten.get(e.uid, e) for e in privatized.fusion.exprs
-                       if e.uid not in dropped])
+    # the copy kept may stand after a use that a dropped copy fed and now reads the kept one
+    exprs = in_dependency_order([rewritten.get(e.uid, e) for e in privatized.fusion.exprs
+                                 if e.uid not in dropped])
     fusion = Fusion(inputs=privatized.fusion.inputs, outputs=privatized.fusion.outputs,
                     exprs=exprs)
     return fusion, [[rewritten.get(e.uid, e) for e in group if e.uid not in dropped]
                     for group in groups]
-
-
-def _in_order(exprs: list[Expr]) -> tuple[Expr, ...]:
-    """``exprs`` in their order, but each after the exprs it reads: the copy kept may stand
-    after a use that a dropped copy fed and that now reads the kept one."""
-    producer = {out.uid: e.uid for e in exprs for out in e.outputs}
-    placed: set[int] = set()
-    ordered: list[Expr] = []
-    pending = exprs
-    while pending:
-        waiting = []
-        for expr in pending:
-            if all(producer.get(v.uid) is None or producer[v.uid] in placed
-                   for v in expr.inputs):
-                ordered.append(expr)
-                placed.add(expr.uid)
-            else:
-                waiting.append(expr)
-        if len(waiting) == len(pending):  # a cycle cannot come of a rewiring; keep the rest
-            ordered.extend(waiting)
-            break
-        pending = waiting
-    return tuple(ordered)
 
 
 def _privatizable(producer: Expr, use_count: int) -> bool:

@@ -31,6 +31,7 @@ from fusecli.ir.ops_other import size
 from fusecli.ir.ops_reduction import reduction
 from fusecli.ir.ops_shape import broadcast
 from fusecli.ir.optype import OpType
+from fusecli.ir.order import in_dependency_order
 from fusecli.segment.candidate import Candidate, FusionGraph
 from fusecli.segment.rules import ScheduleContext
 from fusecli.segment.schedulers import check, common, normalization
@@ -68,29 +69,7 @@ def translate_applicable_welfords(
             expr = Expr(expr.op, inputs, expr.outputs, expr.attrs)
         exprs.append(expr)
     outputs = tuple(replace(o, value=replaced.get(o.value.uid, o.value)) for o in fusion.outputs)
-    return Fusion(inputs=fusion.inputs, outputs=outputs, exprs=_topological(exprs))
-
-
-def _topological(exprs: list[Expr]) -> tuple[Expr, ...]:
-    """``exprs`` reordered, stably, so that each comes after what it reads (a reused broadcast
-    of the mean sits after the Welford's place)."""
-    produced_by = {o.uid: e for e in exprs for o in e.outputs}
-    placed: set[int] = set()
-    ordered: list[Expr] = []
-
-    def place(expr: Expr) -> None:
-        if expr.uid in placed:
-            return
-        placed.add(expr.uid)
-        for value in expr.inputs:
-            producer = produced_by.get(value.uid)
-            if producer is not None:
-                place(producer)
-        ordered.append(expr)
-
-    for expr in exprs:
-        place(expr)
-    return tuple(ordered)
+    return Fusion(inputs=fusion.inputs, outputs=outputs, exprs=in_dependency_order(exprs))
 
 
 @dataclass(frozen=True, slots=True)
