@@ -163,7 +163,7 @@ def _clone(inputs):
 
 
 def _check_invariants(result) -> None:
-    """Every live tensor expr is in a segment (forwarded unary chains may be in several),
+    """Every live tensor expr is in a segment (forwarded chains may be in several),
     segments run in an order where every input exists, and every fusion output is produced."""
     fusion = result.fusion
     needed = {o.value.uid for o in fusion.outputs}
@@ -180,7 +180,9 @@ def _check_invariants(result) -> None:
     for expr in tensor_exprs:
         assert placed.get(expr.uid, 0) >= 1, f"{expr.op.value} is in no segment"
         if placed[expr.uid] > 1:
-            assert expr.op.kind.value in ("unary", "cast"), "only forwarded chains repeat"
+            # forwarded chains: unary ops and casts of inputs, and fulls (forwardInputs)
+            assert expr.op.kind.value in ("unary", "cast", "create"), \
+                "only forwarded chains repeat"
     available = {v.uid for v in fusion.inputs}
     for segment in result.segments:
         for value in segment.inputs:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from fusecli.frontend import DataType, FusionDefinition
+from fusecli.ir.nodes import flatten_inputs
 from fusecli.load import discover, load_path
 from fusecli.runtime.segmented import execute, run_fusion
 
@@ -55,6 +56,25 @@ def test_a_warm_call_computes_its_own_inputs() -> None:
         torch.testing.assert_close(mean, want_mean)
     (run,) = _runs(fd.fusion).values()
     assert run is not None and "def run(flat)" in run.source
+
+
+def test_a_rewritten_fusion_replays_its_own_scalars() -> None:
+    """var_mean becomes sum / size(x) when the whole fusion is no one kernel (welford.py): the
+    replay computes the scalars of the fusion segmented, not of the one defined (a replay that
+    raised made every call a full run, ten times the host time)."""
+    with FusionDefinition() as fd:
+        x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], contiguity=[True, True],
+                                         dtype=DataType.Half), DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[0]))
+        var, mean = fd.ops.var_mean(x, dims=[1], correction=1)
+        fd.add_output(var)
+        fd.add_output(mean)
+    x = torch.randn(64, 128).half()
+    first = fd.execute([x])
+    (run,) = _runs(fd.fusion).values()
+    for got, want in zip(run([x]), first, strict=True):
+        assert torch.equal(got, want)
+    torch.testing.assert_close(first[1], x.double().var(1).float(), rtol=1e-4, atol=1e-4)
 
 
 def test_each_call_returns_new_tensors_and_leaves_earlier_ones_alone() -> None:
@@ -161,7 +181,10 @@ def test_the_replay_of_every_corpus_fusion_equals_its_full_run(path: Path) -> No
         except RuntimeError:
             continue  # a fusion no scheduler takes (the point of some repros)
         execute(fusion, inputs, executor="aten")
-        replayed = execute(fusion, inputs, executor="aten")
+        # the compiled run itself: fd.execute falls back to a full run where a replay raises
+        (run,) = _runs(fusion).values()
+        assert run is not None
+        replayed = run(list(flatten_inputs(inputs)))
         assert len(replayed) == len(full.outputs)
         for got, want in zip(replayed, full.outputs):
             if isinstance(want, torch.Tensor):

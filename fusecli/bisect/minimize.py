@@ -5,8 +5,15 @@
 2. ddmin over bypasses: an expr whose readers can read one of its operands instead (same
    shape, same broadcasts) is removed without cutting the chain (``neg(cast(x))`` -> ``x``),
    then ddmin over merges: a value read in place of an earlier one of the same dtype and form
-   (a common subexpression goes; two inputs of one shape become one); then step 1 again while
-   these remove something: a failure that needs the chain's two ends (a reshape feeding a cat
+   (a common subexpression goes; two inputs of one shape become one), then ddmin over folds:
+   an op that only views an input (permute, broadcast, expand, squeeze, a reshape torch can
+   ``view`` from the input's storage) goes, with the links of such a chain before it that
+   nothing else reads, and its readers read a new input fed with that view of the input's
+   value (the same values, the view's strides: a stride order for a permute, stride 0 in
+   nvFuser's expanded form for an expand, a gapped buffer's gaps), where step 1's removal of
+   one link of ``permute(reshape(x))`` leaves a view of a new input or a new output and feeds
+   a removed op's result dense (``fusecli.bisect.fold``); then step 1 again while these
+   remove something: a failure that needs the chain's two ends (a reshape feeding a cat
    through casts and arithmetic) keeps its ends alone;
 3. ddmin over the outputs left, then the exprs no output needs are dropped; inputs nothing
    reads are never declared;
@@ -19,18 +26,15 @@ that does not come back is reported as flaky and the step is not taken. Question
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from fusecli.bisect.ddmin import Budget, ddmin
 from fusecli.bisect.oracle import Oracle
-from fusecli.bisect.questions import Question
+from fusecli.bisect.prober import Prober, stop_on_signals
 from fusecli.bisect.results import Step, Tracker
-from fusecli.bisect.selection import BuildError, Piece, Selection, Slicer
+from fusecli.bisect.selection import Piece, Selection, Slicer
 from fusecli.bisect.shrink import shrink, sizes_of
 
 
@@ -47,94 +51,6 @@ class Minimization:
     out_of_budget: str | None = None  # which budget stopped it early, if one did
 
 
-class Prober:
-    """Asks the oracle about selections: builds them, caches answers, re-verifies successes."""
-
-    def __init__(
-        self, slicer: Slicer, oracle: Oracle, tracker: Tracker, max_queries: int,
-        max_seconds: float | None = None,
-    ) -> None:
-        self.slicer = slicer
-        self.oracle = oracle
-        self.tracker = tracker
-        self.max_queries = max_queries
-        self.deadline = None if max_seconds is None else time.perf_counter() + max_seconds
-        self.max_seconds = max_seconds
-        self.out_of_budget: str | None = None
-        self.stopped: str | None = None  # a signal asked to stop (``stop_on_signals``)
-        self.known: dict[Selection, bool] = {}
-        self.steps: list[Step] = []
-        self.flaky: str | None = None
-        self.last_passing: Piece | None = None
-        self.others: dict[str, Piece] = {}  # failures that are not the target: other bugs
-
-    def fails(self, selections: list[Selection], phase: str, labels: list[str]) -> list[bool]:
-        results: list[bool | None] = [self.known.get(s) for s in selections]
-        pieces: dict[int, Piece] = {}
-        for index, selection in enumerate(selections):
-            if results[index] is not None:
-                continue
-            try:
-                pieces[index] = self.slicer.build(selection)
-            except BuildError:
-                results[index] = self.known[selection] = False
-        todo = [i for i in pieces]
-        if todo:
-            self._check_budget()
-        answers = self.oracle.ask_many([Question(loaded=pieces[i].loaded) for i in todo])
-        for index, answer in zip(todo, answers):
-            piece = pieces[index]
-            self.steps.append(Step(phase, labels[index], answer.failing,
-                                   answer.verdict.summary(), len(piece.ops)))
-            if not answer.failing:
-                results[index] = self.known[selections[index]] = False
-                if answer.verdict.failed:  # a different failure: another bug, kept aside
-                    self._other(answer.verdict.signature, piece)
-                else:
-                    self._passed(piece)
-        for index, answer in zip(todo, answers):
-            if answer.failing and all(results[i] is not True for i in range(index)):
-                results[index] = self._verify(selections[index], pieces[index], phase)
-            elif answer.failing:
-                results[index] = None  # not needed: an earlier candidate already won
-        return [bool(r) for r in results]
-
-    def _check_budget(self) -> None:
-        if self.stopped is not None:
-            self.out_of_budget = self.stopped
-        elif self.oracle.queries >= self.max_queries:
-            self.out_of_budget = f"--max-queries {self.max_queries} reached"
-        elif self.deadline is not None and time.perf_counter() >= self.deadline:
-            self.out_of_budget = f"--max-seconds {self.max_seconds:g} spent"
-        if self.out_of_budget:
-            raise Budget()
-
-    def fails_one(self, selection: Selection, phase: str, label: str) -> bool:
-        return self.fails([selection], phase, [label])[0]
-
-    def _verify(self, selection: Selection, piece: Piece, phase: str) -> bool:
-        """Ask an accepted candidate again; a failure that does not come back is flaky."""
-        again = self.oracle.ask(Question(loaded=piece.loaded))
-        self.steps.append(Step(phase, f"re-verify {len(piece.ops)} ops", again.failing,
-                               again.verdict.summary(), len(piece.ops)))
-        self.known[selection] = again.failing
-        if not again.failing:
-            self.flaky = (
-                f"a {phase} step failed once and then passed: the failure is flaky "
-                "(try --repeat N)"
-            )
-        return again.failing
-
-    def _other(self, signature: str, piece: Piece) -> None:
-        known = self.others.get(signature)
-        if known is None or len(piece.ops) < len(known.ops):
-            self.others[signature] = piece
-
-    def _passed(self, piece: Piece) -> None:
-        if self.last_passing is None or len(piece.ops) <= len(self.last_passing.ops):
-            self.last_passing = piece
-
-
 def minimize(
     slicer: Slicer,
     start: Selection,
@@ -148,30 +64,6 @@ def minimize(
     prober = Prober(slicer, oracle, tracker, max_queries, max_seconds)
     with stop_on_signals(prober):
         return _minimize(slicer, start, oracle, tracker, prober, shrink_sizes)
-
-
-@contextlib.contextmanager
-def stop_on_signals(prober: Prober) -> Iterator[None]:
-    """SIGTERM or Ctrl-C while minimizing (a CI job's time limit, a user who has seen enough):
-    no new question is asked, the ones in flight end, and the smallest failing fusion found so
-    far is written and checked as at the end of a budget. A second signal stops at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-
-    def stop(signum: int, frame: object) -> None:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        prober.stopped = f"stopped by {signal.Signals(signum).name}"  # no I/O in a handler
-
-    for number in previous:
-        signal.signal(number, stop)
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 def _minimize(
@@ -207,6 +99,8 @@ def _minimize(
         simpler = _bypass(slicer, selection, prober, tracker, width)
         if not prober.out_of_budget:
             simpler = _merge(slicer, simpler, prober, tracker, width)
+        if not prober.out_of_budget:
+            simpler = _fold(slicer, simpler, prober, tracker, width)
         if simpler == selection:
             break
         selection = simpler
@@ -220,7 +114,7 @@ def _minimize(
     )
 
 
-_BYPASS_ROUNDS = 4  # ddmin, bypasses, ddmin, ...: each round that bypasses removes exprs
+_BYPASS_ROUNDS = 4  # ddmin, bypasses, merges, folds, ddmin, ...: each round removes exprs
 _LARGE = 1 << 22  # input elements above which sizes are shrunk before ops are removed
 
 
@@ -262,6 +156,18 @@ def _merge(
         tracker.update("merge", f"{len(candidates)} values could read an earlier one alike")
     return _replace_many(selection, candidates, slicer.merge, prober, width, "merge",
                          "values merged")
+
+
+def _fold(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
+) -> Selection:
+    """``selection`` with as many views of inputs folded into inputs as the failure allows
+    (the views kept are those the failure needs computed)."""
+    candidates = slicer.folds(selection)
+    if candidates:
+        tracker.update("fold", f"{len(candidates)} ops only view an input")
+    return _replace_many(selection, candidates, slicer.fold, prober, width, "fold",
+                         "views folded into inputs")
 
 
 def _common_subexpressions(

@@ -5,7 +5,8 @@ outputs they compute plus every value they compute that nothing kept reads, as X
 hlo_bisect does), size substitutions and bypasses: a removed expr whose readers read one of its
 operands instead (``mul(a, b)`` -> ``a``, ``cast(x)`` -> ``x``), as C-Reduce replaces an
 expression by a subexpression, so a chain keeps its shape while its links go; and merges, a
-value read in place of an earlier one alike (a common subexpression, two inputs of one shape).
+value read in place of an earlier one alike (a common subexpression, two inputs of one shape);
+and folds, a view of an input made an input of its own (``fusecli.bisect.fold``).
 ``Slicer.build`` turns one into a runnable fusion: each value the kept exprs read but no kept
 expr computes becomes an input whose example value is what the reference computed for it in
 the original fusion (as the PyTorch minifier feeds placeholders their recorded values), so the
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from fusecli.bisect import fold
 from fusecli.bisect.declare import example_layout
 from fusecli.bisect.rebuild import rebuild
 from fusecli.ir.nodes import Expr, Fusion, FusionOutput, Scalar, TensorView, Val, Vector
@@ -34,6 +36,7 @@ class Selection:
     outputs: tuple[int, ...] | None = None  # uids of output values; None: automatic
     extents: tuple[tuple[int, int], ...] = ()  # (old size, new size)
     bypass: tuple[tuple[int, int], ...] = ()  # (value uid, operand uid read in its place)
+    folded: tuple[int, ...] = ()  # uids of view results fed as views of an input (``fold``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +246,18 @@ class Slicer:
         return replace(selection, exprs=selection.exprs - gone,
                        bypass=tuple(sorted({*selection.bypass, *pairs})))
 
+    def folds(self, selection: Selection) -> list[int]:
+        """Uids of the kept exprs that only view an input (``fold.foldable``)."""
+        return fold.foldable(self, selection)
+
+    def fold(self, selection: Selection, exprs: list[int]) -> Selection:
+        """``selection`` with the view exprs ``exprs`` folded into inputs (``fold.fold``)."""
+        return fold.fold(self, selection, exprs)
+
+    def producer(self, value: Val) -> Expr | None:
+        """The expr of the whole fusion that computes ``value``; None for its inputs."""
+        return self._producer.get(value.uid)
+
     def _order(self, value: Val) -> tuple[int, int]:
         producer = self._producer.get(value.uid)
         return (-1 if producer is None else self._position[producer.uid], value.uid)
@@ -273,7 +288,7 @@ class Slicer:
         if not outputs:
             raise BuildError("the selection computes no output")
         extents = dict(selection.extents)
-        examples = {v.uid: self.example(v, extents) for v in inputs}
+        examples = {v.uid: self._fed(v, selection, extents) for v in inputs}
         declared = frozenset(v.uid for v in self.fusion.inputs)
         try:
             fd = rebuild(exprs, inputs, outputs, examples, declared=declared, extents=extents,
@@ -286,6 +301,16 @@ class Slicer:
             notices=self.loaded.notices,
         )
         return Piece(selection, tuple(exprs), tuple(inputs), tuple(outputs), loaded)
+
+    def _fed(self, value: Val, selection: Selection, extents: dict[int, int]) -> object:
+        """``example``, or for a folded input the view it is: the strides of the storage it
+        views; shrunk, its leading part laid out as any shrunk input."""
+        if value.uid not in selection.folded:
+            return self.example(value, extents)
+        view = fold.view_of_input(self, value, selection)
+        if view is None:
+            raise BuildError(f"{value!r} is no longer a view of an input")
+        return example_layout(value, shrink_tensor(view, extents)) if extents else view
 
     def example(self, value: Val, extents: dict[int, int]) -> object:
         """The value ``value`` is fed with: the original input, or what the reference computed."""

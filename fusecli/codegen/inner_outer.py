@@ -8,14 +8,16 @@ nvFuser's inner-outer schedule, the grid is at most a block per multiprocessor a
 loops over its rows; a thread owns the same columns (elements of a row) in every row, so it
 adds its rows' values of each outer reduction (a sum over the rows: a norm's grad weight and
 grad bias) into registers. After the last row each row group writes its partials to a
-workspace [partials x columns]; the last block to arrive (an arrival counter, as
-``outer_reduction`` combines a split) sums every column over the partials in a fixed order,
-computes the per-column outputs (their casts) and sets the counter back to zero. Results are
-the same on every run.
+workspace [partials x columns]. The blocks form about sqrt(grid) groups; the last block of a
+group to arrive (an arrival counter per group, as ``outer_reduction`` combines a split) sums
+its group's partials per column in a fixed order into a second workspace, and the last group
+to finish sums the groups' in order, computes the per-column outputs (their casts) and sets
+the counters back to zero. Results are the same on every run.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from fusecli.codegen import cdtypes
@@ -190,22 +192,31 @@ class _Body(_RowBody):
         e.lane = 0
 
     def _combine_grid(self, slots, columns: list[Placed]) -> None:
-        """Each row group's partials to the workspace; the last block sums them per column."""
+        """Each row group's partials to the workspace; then two levels: the last block of
+        each group of blocks sums its group's partials per column, the last group to finish
+        sums the groups' (one block summing every partial of a wide row was most of the
+        kernel's time)."""
         e, plan, ctx = self.emitter, self.plan, self.ctx
         size, count = plan.row_size, self.partials
+        grid = count // plan.rows_per_block
+        per_group = math.isqrt(grid - 1) + 1 if grid > 1 else 1  # blocks per group
+        groups = -(-grid // per_group)
         offsets, total = [], 0
         for a in self.outer:
-            offsets.append(total)
-            total += -(-count * size * cdtypes.itemsize_of_register(a.dtype) // 16) * 16
+            item = cdtypes.itemsize_of_register(a.dtype)
+            offsets.append((total, total + -(-count * size * item // 16) * 16))
+            total = offsets[-1][1] + -(-groups * size * item // 16) * 16
         work = ctx.workspace_param("partials", "unsigned char* __restrict__", max(total, 16),
                                    False)
-        counter = ctx.workspace_param("arrivals", "unsigned int* __restrict__", 4, True)
-        for a, offset in zip(self.outer, offsets):
-            e.line(f"volatile {a.ctype}* const part_{a.name} = "
-                   f"reinterpret_cast<volatile {a.ctype}*>({work.name} + {offset});")
-        group = (f"(index_t)blockIdx.x * {plan.rows_per_block} + threadIdx.x / {plan.threads}"
-                 if plan.rows_per_block > 1 else "(index_t)blockIdx.x")
-        e.line(f"const index_t partial = {group};  // this row group's row of partials")
+        counter = ctx.workspace_param("arrivals", "unsigned int* __restrict__",
+                                      4 * (groups + 1), True)
+        for a, (offset, group_offset) in zip(self.outer, offsets):
+            for prefix, at in (("part", offset), ("group", group_offset)):
+                e.line(f"volatile {a.ctype}* const {prefix}_{a.name} = "
+                       f"reinterpret_cast<volatile {a.ctype}*>({work.name} + {at});")
+        row_group = (f"(index_t)blockIdx.x * {plan.rows_per_block} + threadIdx.x / {plan.threads}"
+                     if plan.rows_per_block > 1 else "(index_t)blockIdx.x")
+        e.line(f"const index_t partial = {row_group};  // this row group's row of partials")
         for slot, (position, valid) in enumerate(slots):
             for lane in range(plan.vectorize):
                 column = scale(position, plan.vectorize).text()
@@ -214,22 +225,62 @@ class _Body(_RowBody):
                     write = f"part_{a.name}[{at}] = {self._partial(a, slot, lane).name};"
                     e.line(f"if ({valid}) {write}" if valid else write)
         e.line("__threadfence();  // the partials are visible before the count says so")
-        e.line("__shared__ bool last_block;")
+        e.line("__shared__ bool last_in_group, last_group;")
+        e.line(f"const unsigned int group = blockIdx.x / {per_group};")
+        e.line(f"const unsigned int first = group * {per_group};")
+        e.line(f"const unsigned int members = gridDim.x - first < {per_group}u ? "
+               f"gridDim.x - first : {per_group}u;")
         e.line("__syncthreads();")
         with e.block("if (threadIdx.x == 0)"):
-            e.line(f"last_block = atomicAdd(&{counter.name}[0], 1u) == gridDim.x - 1;")
+            e.line(f"last_in_group = atomicAdd(&{counter.name}[1 + group], 1u) == members - 1;")
         e.line("__syncthreads();")
-        with e.block("if (last_block)"):
-            e.line("__threadfence();  // every block has written its partials")
-            header = (f"for (index_t column = threadIdx.x; column < {size}; "
-                      f"column += {plan.block})")
-            with e.block(header):
-                self._epilogue(columns)
+        with e.block("if (last_in_group)"):
+            e.line("__threadfence();  // every block of the group has written its partials")
+            with e.block(self._columns()):
+                self._sum_rows(f"first * {plan.rows_per_block}",
+                               f"(first + members) * {plan.rows_per_block}", "part")
+                for a in self.outer:
+                    e.line(f"group_{a.name}[group * {size} + column] = {a.name};")
+            e.line("__threadfence();  // the group's sums are visible before the count says so")
+            e.line("__syncthreads();")
             with e.block("if (threadIdx.x == 0)"):
-                e.line(f"{counter.name}[0] = 0;  // for the next launch")
+                e.line(f"{counter.name}[1 + group] = 0;  // for the next launch")
+                e.line(f"last_group = atomicAdd(&{counter.name}[0], 1u) == {groups - 1};")
+            e.line("__syncthreads();")
+            with e.block("if (last_group)"):
+                e.line("__threadfence();  // every group has written its sums")
+                with e.block(self._columns()):
+                    self._sum_rows("0", str(groups), "group")
+                    self._epilogue(columns)
+                with e.block("if (threadIdx.x == 0)"):
+                    e.line(f"{counter.name}[0] = 0;  // for the next launch")
+
+    def _columns(self) -> str:
+        return (f"for (index_t column = threadIdx.x; column < {self.plan.row_size}; "
+                f"column += {self.plan.block})")
+
+    def _sum_rows(self, begin: str, end: str, prefix: str) -> None:
+        """Each sum over the rows of the workspace's rows ``begin`` to ``end`` at ``column``,
+        in order; eight loads issued before their adds."""
+        e, size = self.emitter, self.plan.row_size
+        for a in self.outer:
+            e.line(f"{a.ctype} {a.name} = {a.identity};")
+            p, v = f"p_{a.name}", f"v_{a.name}"
+            e.line(f"index_t {p} = {begin};")
+            with e.block(f"for (; {p} + 8 <= {end}; {p} += 8)"):
+                e.line(f"{a.ctype} {v}[8];")
+                e.line("#pragma unroll")
+                e.line(f"for (int k = 0; k < 8; ++k) {v}[k] = {prefix}_{a.name}[({p} + k) * "
+                       f"{size} + column];")
+                e.line("#pragma unroll")
+                e.line(f"for (int k = 0; k < 8; ++k) {a.name} = "
+                       f"{_COMBINE[a.kind].format(a=a.name, b=f'{v}[k]')};")
+            rest = _COMBINE[a.kind].format(a=a.name,
+                                           b=f"{prefix}_{a.name}[{p} * {size} + column]")
+            e.line(f"for (; {p} < {end}; ++{p}) {a.name} = {rest};")
 
     def _epilogue(self, columns: list[Placed]) -> None:
-        """Column ``column``'s sums over every partial, in order, and the column outputs."""
+        """Column ``column``'s outputs, from each sum over the rows combined."""
         e, plan = self.emitter, self.plan
         space = e.space
         column = space.var("column", 0, plan.row_size - 1)
@@ -242,10 +293,6 @@ class _Body(_RowBody):
                 point[dim] = (position if text.isidentifier() else
                               space.var(e.bind("index_t", f"c{dim}", text), 0, size - 1))
         for a in self.outer:
-            e.line(f"{a.ctype} {a.name} = {a.identity};")
-            combined = _COMBINE[a.kind].format(a=a.name, b=f"part_{a.name}[p * {plan.row_size} "
-                                               "+ column]")
-            e.line(f"for (index_t p = 0; p < {self.partials}; ++p) {a.name} = {combined};")
             source = a.expr.inputs[0]
             positions = loop_positions(self.ctx, source, self.reference)
             reduced = set(a.expr.attr("dims"))
@@ -266,6 +313,6 @@ def _summary(plan: ReductionParams, grid: int, partials: int, index_type: str,
         f"row, {plan.rows_per_block} rows per block, {plan.slots} slots of {plan.vectorize} "
         f"elements per thread; block {plan.block}, grid {grid} (each block loops over its "
         f"rows); {sums} sums over the rows kept per thread, {partials} partials per column "
-        f"combined in a workspace by the last block; {bits}-bit indexing; 16-byte accesses: "
+        f"combined in a workspace in two levels; {bits}-bit indexing; 16-byte accesses: "
         f"{vectors}"
     )

@@ -17,9 +17,10 @@ from typing import Any
 
 from fusecli.errors import PipelineError
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector, flatten_inputs
+from fusecli.ir.optype import OpType
 from fusecli.runtime.bind import Bindings, bind_inputs
 from fusecli.runtime.cache import cached_plan
-from fusecli.runtime.context import ExecutionContext
+from fusecli.runtime.context import ExecutionContext, expected_shape
 from fusecli.runtime.devices import execution_device
 from fusecli.runtime.executor import run_segment
 from fusecli.runtime.outputs import collect_outputs
@@ -172,17 +173,29 @@ class _ScalarQueue:
                 return False
         return True
 
+    def _size_of_absent(self, expr: Expr) -> int | None:
+        """A size() of a tensor no segment wrote out (one computed inside a segment): its
+        extent, as nvFuser's size is; None where the run alone decides it."""
+        if expr.op is not OpType.size or expr.inputs[0].uid in self.env:
+            return None
+        return expected_shape(expr.inputs[0], self.ctx, self.env)[expr.attr("dim")]
+
     def run_ready(self) -> None:
         progressed = True
         while progressed and self.pending:
             progressed = False
             for expr in list(self.pending):
-                if self._ready(expr):
+                size = self._size_of_absent(expr)
+                if size is not None:  # decided by the signature: no step of a warm run
+                    self.env[expr.output.uid] = size
+                elif self._ready(expr):
                     self.runner.run_exprs([expr], self.env, self.ctx)
                     if self.trace is not None:
                         self.trace.aten([expr], self.runner)
-                    self.pending.remove(expr)
-                    progressed = True
+                else:
+                    continue
+                self.pending.remove(expr)
+                progressed = True
 
 
 def _operands(expr: Expr) -> list[Any]:
@@ -248,8 +261,10 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
         runner.run(segment)
     outputs = runner.outputs()
     if trace is not None:  # a signature whose run cannot be replayed is remembered as None
-        runs[key] = compile_run(fusion, trace, runner.env, runner.bindings, runner.ctx, outputs,
-                                runner.allocations)
+        # the fusion segmented (rewritten: welford translated, casts privatized) is the one
+        # whose scalar exprs the run computed
+        runs[key] = compile_run(runner.fusion, trace, runner.env, runner.bindings, runner.ctx,
+                                outputs, runner.allocations)
         while len(runs) > WARM_CAPACITY:
             runs.popitem(last=False)
     return outputs

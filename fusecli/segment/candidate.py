@@ -238,9 +238,19 @@ class Candidate:
                     own.append(out)
                 elif out.uid in self.private:
                     continue
-                elif any(not self.contains(c) for c in self.graph.consumers.get(out.uid, [])):
+                elif any(not self.contains(c) and not self._reads_known_size(c)
+                         for c in self.graph.consumers.get(out.uid, [])):
                     edges.append(out)
         return tuple(own + edges)
+
+    def _reads_known_size(self, consumer: Expr) -> bool:
+        """A size() of a tensor whose extent the inputs decide reads no data: nvFuser's size
+        is the extent itself, so the tensor crosses no segment boundary for it."""
+        runtime = self.graph.runtime
+        if consumer.op is not OpType.size or runtime is None or not runtime.known:
+            return False
+        domain = consumer.inputs[0].logical[consumer.attr("dim")]
+        return runtime.extent(domain.logical_extent) is not None
 
     @cached_property
     def input_uids(self) -> frozenset[int]:

@@ -112,6 +112,19 @@ def _reshape_map(expr: Expr, sizes: Callable[[object], object] | None) -> DimPai
         yield (out.uid, o), (source.uid, i)
 
 
+def reshape_transformed(expr: Expr, sizes: Callable[[object], object] | None
+                        ) -> tuple[list[int], list[int]]:
+    """The domain positions of a reshape's input dims it splits or merges, and of the output
+    dims it makes (``ir_utils::getReshapeInputAndOutputIds``): those it does not pass
+    through (``_reshape_map``)."""
+    source, out = expr.tensor_inputs()[0], expr.tensor_outputs()[0]
+    passed = list(_reshape_map(expr, sizes))
+    kept_in = {i for _, (_, i) in passed}
+    kept_out = {o for (_, o), _ in passed}
+    return ([i for i in _logical_positions(source) if i not in kept_in],
+            [o for o in _logical_positions(out) if o not in kept_out])
+
+
 # How each kind of op maps its output dims to its input dims. Elementwise-like kinds align
 # dims from the right (numpy broadcasting); resizes keep each dim's loop (a pad or slice changes
 # its extent, not its identity). Kinds not here start loops of their own: matmul and attention

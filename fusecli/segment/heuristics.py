@@ -223,9 +223,11 @@ def reduction(candidate: Candidate, sizes: Sizes, first: int = 0) -> ReductionPa
 
 def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
     """inner_outer_persistent (codegen/inner_outer.py): the rows of the first inner reduction
-    (its reduced dims trail), at most a block per multiprocessor, each looping over its rows
-    and keeping partial sums of its columns for the outer reductions; a row group's partials
-    go to a workspace, at most ``MAX_PARTIALS`` of them, which one block combines."""
+    (its reduced dims trail), as many blocks as keep ``INNER_OUTER_THREADS`` threads resident
+    on each multiprocessor (one block of 512 alone left each SM a single row's loads in
+    flight), each looping over its rows and keeping partial sums of its columns for the
+    outer reductions; a row group's partials go to a workspace, at most ``MAX_PARTIALS`` of
+    them, combined in two levels."""
     for number, expr in enumerate(candidate.reduction_exprs):
         rank = len(expr.inputs[0].logical)
         dims = tuple(sorted(expr.attr("dims")))
@@ -233,12 +235,19 @@ def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
             params = reduction(candidate, sizes, number)
             if params is None or not params.inner:
                 return params
-            blocks = max(1, min(MULTIPROCESSORS, MAX_PARTIALS // params.rows_per_block))
-            return replace(params, max_blocks=blocks)
+            per_sm = max(1, INNER_OUTER_THREADS // params.block)
+            # a block's partials cost a row's worth of writes: each block takes several rows
+            enough = max(MULTIPROCESSORS,
+                         params.rows // (MIN_ROWS_PER_PARTIAL * params.rows_per_block))
+            blocks = min(MULTIPROCESSORS * per_sm, MAX_PARTIALS // params.rows_per_block,
+                         enough)
+            return replace(params, max_blocks=max(1, blocks))
     return reduction(candidate, sizes)
 
 
 MAX_PARTIALS = 1024
+INNER_OUTER_THREADS = 1024  # resident threads per multiprocessor the inner_outer grid aims at
+MIN_ROWS_PER_PARTIAL = 16  # rows a row group takes, at least, beyond a block per multiprocessor
 
 
 def _next_power_of_two(value: int) -> int:

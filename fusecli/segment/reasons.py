@@ -25,6 +25,10 @@ class Reason(Enum):
     SELF_MAPPING = "Iter domain graph check failed!"
     RESIZE_AND_INDEX = "has resize-based ops and index ops"
     INCOMPATIBLE_RESHAPES = "Fusion has incompatible reshapes."
+    CYCLIC_RESHAPES = "Fusion has cyclic reshapes."
+    # reductionInterferingView, as the reduction and the persistent schedulers word it
+    REDUCTION_VIEW = "View may interfere with reduction scheduling."
+    NORMALIZATION_VIEW = "View may interfere with normalization scheduling."
     # rejectScheduleForMemoryPromotion: today's words, and those before #5174 (October 2025)
     MUST_BE_FUSION_INPUT = "{tensor}, input of {op} must be fusion input."
     FIRST_INPUT_MUST_BE_FUSION_INPUT = "First input of {op_string} must be fusion input."

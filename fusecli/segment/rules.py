@@ -90,6 +90,11 @@ class RuleProfile:
     # cast, reverted where copies share a final segment (#3776, February 2025; squeezes of
     # two uses since #4583; privatize.py)
     privatize_ops: bool = False
+    # getPersistentBufferStorageParams: inner_outer's buffers are one row of the inner
+    # reduction, in shared memory first, the outer partials in registers
+    # (normalization_inner_outer_utils.cpp; inner_outer_storage.py); before, one register file
+    # per row
+    inner_outer_storage: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -113,6 +118,7 @@ PROFILES: dict[str, RuleProfile] = {
         no_reduction_matmul=True,
         remove_bcast_squeeze=True,
         privatize_ops=True,
+        inner_outer_storage=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",

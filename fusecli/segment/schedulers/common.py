@@ -16,6 +16,7 @@ from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.dims import self_mapped
 from fusecli.segment.reasons import Reason, Rejection
+from fusecli.segment.schedulers import reshapes
 
 if TYPE_CHECKING:
     from fusecli.segment.rules import ScheduleContext
@@ -54,7 +55,10 @@ def common_checks(
     if ops & RESIZE_OPS and ops & INDEX_OPS:
         return Rejection.of(Reason.RESIZE_AND_INDEX, resize=_first_op(candidate, RESIZE_OPS),
                             index=_first_op(candidate, INDEX_OPS))
-    twice = candidate.memo("incompatible_reshapes", incompatible_reshapes)
+    cyclic = candidate.memo("cyclic_reshape", reshapes.cyclic_reshape)
+    if cyclic is not None:
+        return Rejection.of(Reason.CYCLIC_RESHAPES, tensor=name(cyclic))
+    twice = candidate.memo("incompatible_reshapes", reshapes.incompatible_reshapes)
     if scheduler != "resize" and twice is not None:
         return Rejection.of(Reason.INCOMPATIBLE_RESHAPES, tensor=name(twice))
     return None
@@ -138,19 +142,6 @@ def non_unique_broadcast_reason(candidate: Candidate) -> Rejection | None:
     if multiple is None:
         return None
     return Rejection.of(Reason.NON_UNIQUE_BROADCAST, tensor=candidate.graph.name(multiple))
-
-
-def incompatible_reshapes(candidate: Candidate) -> TensorView | None:
-    """A tensor reshaped twice to different shapes: the reshapes cannot share a loop nest."""
-    shapes: dict[int, tuple] = {}
-    for expr in candidate.exprs:
-        if expr.op is not OpType.reshape:
-            continue
-        source, out = expr.inputs[0], expr.output
-        key = tuple(str(e) for e in out.shape)
-        if shapes.setdefault(source.uid, key) != key:
-            return source
-    return None
 
 
 # nvFuser's getOpString of the ops rejectScheduleForMemoryPromotion checks, as of 2023 (a cat

@@ -21,7 +21,9 @@ Run time, as on an H200: inner keeps the buffers in registers (half an SM's, or 
 cluster's for a 2-D reduction; projected to the inputs where that saves room) and refuses a
 large reduction over too few rows ("not enough blocks"); outer persists across the grid when
 one SM cannot hold 8 x vectorization rows, which needs 4-way vectorization and Welford
-reductions; inner_outer keeps the older bound of one register file per row.
+reductions; inner_outer keeps one row of its inner reduction in shared memory and registers,
+the outer partials in registers (``inner_outer_storage``; older profiles: a register file per
+row).
 Every run-time verdict carries a note (``hardware.py``): nvFuser asks the GPU for these limits.
 Heuristics: the reduction kernel's (``heuristics.reduction``); inner_outer's are the rows of
 its inner reduction (``heuristics.inner_outer``).
@@ -36,7 +38,7 @@ from fusecli.ir.optype import OpType
 from fusecli.segment import hardware, heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.reasons import Reason, Rejection
-from fusecli.segment.schedulers import common, coverage
+from fusecli.segment.schedulers import common, coverage, inner_outer_storage, reshapes
 from fusecli.segment.verdict import Check, Scheduler, Verdict
 
 if TYPE_CHECKING:
@@ -66,6 +68,10 @@ def persistent(name: str, run_time: Check, same_axes: bool = True) -> Scheduler:
             reason = combined_reduction_reason(candidate)
             if reason:
                 return Verdict.reject(name, reason)
+        reference = next(e for e in candidate.reduction_exprs
+                         if same_axes or common.is_inner_reduction(e))
+        if reshapes.interfering_view(candidate, reference):
+            return Verdict.reject(name, Reason.NORMALIZATION_VIEW)
         reason = common.unmapped_reduction_reason(candidate) if same_axes else None
         if reason:
             return Verdict.reject(name, reason)
@@ -78,8 +84,12 @@ def persistent(name: str, run_time: Check, same_axes: bool = True) -> Scheduler:
 
 
 def _inner_outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
-    """The persistent buffers of one row must fit in one SM's register file."""
+    """The buffers must fit in shared memory and registers as getPersistentBufferStorageParams
+    splits them (``inner_outer_storage``); under older profiles, one row in one register
+    file."""
     name = "inner_outer_persistent"
+    if ctx.profile.inner_outer_storage:
+        return _inner_outer_storage(candidate, ctx)
     needed = common.persistent_bytes(candidate, ctx)
     limit = ctx.device.max_persistent_bytes
     if needed is None:
@@ -88,6 +98,26 @@ def _inner_outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict
     if needed > limit:
         rejection = Rejection.of(Reason.PERSISTENT_TOO_LARGE, bytes_per_row=needed,
                                  available=limit)
+        return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
+    return Verdict.accept(name).depending_on_gpu(gpu)
+
+
+def _inner_outer_storage(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
+    name = "inner_outer_persistent"
+    found = inner_outer_storage.storage(candidate, ctx, _vectorization(candidate, ctx))
+    if found is None:
+        return Verdict.accept(name)
+    needed = found.registers + found.shared
+    available = found.available_registers + found.available_shared
+    gpu = hardware.note(name, needed, available,
+                        "bytes of persistent buffers in registers and shared memory",
+                        ctx.device.name)
+    if not found.fits:
+        rejection = Rejection.of(Reason.PERSISTENT_TOO_LARGE, bytes_per_row=needed,
+                                 available=available)
+        return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
+    if found.sms_needed > ctx.device.sm_count // 2:
+        rejection = Rejection.of(Reason.OVER_HALF_GPU)
         return Verdict.reject(name, rejection, "run time").depending_on_gpu(gpu)
     return Verdict.accept(name).depending_on_gpu(gpu)
 

@@ -23,7 +23,7 @@ from fusecli.segment import heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.dims import dim_map
 from fusecli.segment.reasons import Reason, Rejection
-from fusecli.segment.schedulers import common, coverage
+from fusecli.segment.schedulers import common, coverage, reshapes
 from fusecli.segment.verdict import Scheduler, Verdict
 
 if TYPE_CHECKING:
@@ -39,8 +39,12 @@ def compile_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
         common.reduction_input_reason(candidate, ctx)
         or coverage.reference_coverage_reason(candidate, check_inputs=True)
         or common.non_unique_broadcast_reason(candidate)
-        or common.unmapped_reduction_reason(candidate)
     )
+    if reason:
+        return Verdict.reject(NAME, reason)
+    if reshapes.interfering_view(candidate, candidate.reduction_exprs[0]):
+        return Verdict.reject(NAME, Reason.REDUCTION_VIEW)
+    reason = common.unmapped_reduction_reason(candidate)
     if reason:
         return Verdict.reject(NAME, reason)
     buffers = common.persistent_buffers(candidate)

@@ -15,6 +15,10 @@ holds every OP named:
   nvFuser 0.2.36 drops an expand after a slice of a broadcast dimension;
 - ``dead``: the assert, where every OP named is defined by an op no output reads (dead code,
   which nvFuser keeps in its Fusion: a failure can need it);
+- ``strided``: the assert, where one segment holds every OP named and one of them reads,
+  directly or through views (reshape, permute, broadcast, expand, squeeze), a fusion input
+  whose strides leave gaps (a view of a wider buffer), as nvFuser's checks of an input's
+  allocation strides do: a failure that needs an input's layout, not the views of it;
 - ``hang``: never returns;
 - ``segfault``: the process dies of SIGSEGV;
 - ``forked``: raises a CUDA initialization error in a child forked from a preloaded
@@ -59,6 +63,7 @@ LOCATIONS = {
                     "Expected scheduler_type != SchedulerType::None . Can not find a "
                     "scheduler to schedule fusion segment"),
 }
+LOCATIONS["strided"] = LOCATIONS["assert"]
 
 
 def _rules() -> list[tuple[str, frozenset[str]]]:
@@ -131,7 +136,8 @@ class FusionDefinition(_FusecliDefinition):
                 raise RuntimeError(_assert_text("assert", 0, len(fusion.exprs)))
             group = next((s for s in segmented.segments
                           if ops <= {e.op.value for e in s.exprs}), None)
-            if group is None:
+            if group is None or (kind == "strided" and not _reads_gapped_input(
+                    fusion, flat, [e for e in group.exprs if e.op.value in ops])):
                 continue
             if kind in LOCATIONS:
                 raise RuntimeError(_assert_text(kind, group.id, len(fusion.exprs)))
@@ -173,6 +179,38 @@ def _dead_ops(fusion: Any) -> set[str]:
         else:
             dead.add(expr.op.value)
     return dead
+
+
+_VIEWS = frozenset({"reshape", "permute", "broadcast", "expand", "squeeze"})
+
+
+def _reads_gapped_input(fusion: Any, flat: list[Any], exprs: list[Any]) -> bool:
+    """Whether one of ``exprs`` reads, directly or through view ops, an input whose strides
+    leave gaps (``strided`` above)."""
+    given = {v.uid: x for v, x in zip(fusion.inputs, flat)}
+    producer = {o.uid: e for e in fusion.exprs for o in e.outputs}
+    for expr in exprs:
+        for value in expr.inputs:
+            while value.uid in producer and producer[value.uid].op.value in _VIEWS:
+                value = producer[value.uid].inputs[0]
+            if _gapped(given.get(value.uid)):
+                return True
+    return False
+
+
+def _gapped(tensor: Any) -> bool:
+    """A tensor whose elements do not fill the span of storage its strides reach (dimensions
+    of size 1 and stride-0 expanded ones aside)."""
+    if not hasattr(tensor, "stride"):
+        return False
+    dims = sorted(((stride, size) for size, stride in zip(tensor.shape, tensor.stride())
+                   if size > 1 and stride != 0), reverse=True)
+    expected = 1
+    for stride, size in reversed(dims):
+        if stride != expected:
+            return True
+        expected = stride * size
+    return False
 
 
 def _with_fault(parent: Any, inputs: Any, ops: list[str]) -> list[Any]:
