@@ -41,9 +41,21 @@ def _segments_of_fusecli(segmented) -> Counter:
                    for s in segmented.segments)
 
 
-@pytest.mark.parametrize("name", ["pop_44", "pop_172", "pop_248", "pop_272"])
+@pytest.mark.parametrize("name", ["pop_44", "pop_172", "pop_248", "pop_272", "pop_461"])
 def test_segments_match_nvfuser(name: str) -> None:
+    """pop_461: mergePadWithConsumers prefers a pad of a forwarded cast of an input with its
+    consumer, as one of another group's tensor."""
     assert _segments_of_fusecli(_segment(name)) == _segments_of_nvfuser(name)
+
+
+@pytest.mark.parametrize("name", ["pop_193", "pop_1754", "pop_1097"])
+def test_cat_and_pad_merge_order_gives_nvfusers_schedulers(name: str) -> None:
+    """MergeCatWithInputPads moves each cat's group to the end of the group list (pop_193,
+    pop_1754: the normalization groups find other partners first) and a pad of a fusion input
+    merges with its consumer first (pop_1097). nvFuser's cat is pads and a CatOp, so its
+    segments list ops fusecli's one cat does not have: the schedulers are compared."""
+    ours = sorted(s.scheduler for s in _segment(name).segments)
+    assert ours == sorted(s.scheduler for s in _nvfuser(name).segments)
 
 
 def test_combined_reduction_rejects_an_outer_result_read_by_the_inner_reduction() -> None:

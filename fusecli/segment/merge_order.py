@@ -63,14 +63,15 @@ def _select_like_producer(
 def _pad_consumer(
     groups: GroupGraph, group: Group, candidates: Callable[[Group], list[Group]]
 ) -> Group | None:
-    """mergePadWithConsumers: a pad in the group whose input another group makes; the first
-    consumer group of the pad's output that is a merge candidate."""
+    """mergePadWithConsumers: a pad in the group whose input the group does not make (another
+    group's, a fusion input, a forwarded cast of one); the first consumer group of the pad's
+    output that is a merge candidate."""
     choices = candidates(group)
     if not choices:
         return None
-    made_elsewhere = {v.uid for values in groups.producers(group).values() for v in values}
+    made_here = {o.uid for e in group.exprs for o in e.outputs}
     for expr in group.exprs:
-        if expr.op is not OpType.pad or expr.tensor_inputs()[0].uid not in made_elsewhere:
+        if expr.op is not OpType.pad or expr.tensor_inputs()[0].uid in made_here:
             continue
         for consumer, values in groups.consumers(group).items():
             if (any(v.uid == expr.output.uid for v in values) and not consumer.merged
@@ -80,6 +81,19 @@ def _pad_consumer(
 
 
 # -- MergeUpAndDownCast ---------------------------------------------------------------------------
+
+
+def merge_cats_with_input_pads(groups: GroupGraph, schedule: Schedule) -> None:
+    """MergeCatWithInputPads (csrc/fusion_segmenter.cpp), the first pre-merge: nvFuser builds a
+    cat from a zero pad of each input and a CatOp, and merges the pads' groups into the cat's
+    where a scheduler takes them. fusecli's cat is one expr, so what the pass changes is the
+    order: the merged group is appended to the group list (``mergeAllGivenGroups``), so every
+    merge round visits it last, after its neighbours have found their partners."""
+    for group in [g for g in groups.alive() if len(g.exprs) == 1 and g.exprs[0].op is OpType.cat]:
+        scheduler = schedule(group.exprs)
+        if scheduler is not None:
+            groups.join([group], scheduler)
+    groups.compact()
 
 
 def merge_up_and_down_casts(groups: GroupGraph, schedule: Schedule) -> None:

@@ -95,6 +95,9 @@ class RuleProfile:
     # (normalization_inner_outer_utils.cpp; inner_outer_storage.py); before, one register file
     # per row
     inner_outer_storage: bool = False
+    # MergeCatWithInputPads: a cat's group (with its input pads) merges first and moves to the
+    # end of the group list (merge_order.py)
+    merge_cat_with_input_pads: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -119,6 +122,7 @@ PROFILES: dict[str, RuleProfile] = {
         remove_bcast_squeeze=True,
         privatize_ops=True,
         inner_outer_storage=True,
+        merge_cat_with_input_pads=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",

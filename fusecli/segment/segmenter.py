@@ -30,7 +30,11 @@ from fusecli.segment.diagnosis import advise
 from fusecli.segment.groups import Group, GroupGraph
 from fusecli.segment.heuristics import HeuristicParams
 from fusecli.segment.lowering import pre_segmentation
-from fusecli.segment.merge_order import merge_up_and_down_casts, preferred_pairs
+from fusecli.segment.merge_order import (
+    merge_cats_with_input_pads,
+    merge_up_and_down_casts,
+    preferred_pairs,
+)
 from fusecli.segment.privatize import Privatized, privatize_ops, revert_privatized
 from fusecli.segment.result import Diagnosis, LogEntry, Segment, SegmentedFusion
 from fusecli.segment.rules import PROFILES, ScheduleContext, Switches, Verdict
@@ -126,6 +130,8 @@ class Segmenter:
                 if group.scheduler is None:
                     result.failure = self._diagnose(group.exprs)
                     return result
+        if self.profile.merge_cat_with_input_pads:
+            merge_cats_with_input_pads(self.groups, lambda e: self.try_schedule(e, "pre_merge"))
         if self.profile.merge_up_and_down_casts:
             merge_up_and_down_casts(self.groups, lambda e: self.try_schedule(e, "pre_merge"))
         forwarded_ends = [chain[-1].output for chain in self.forwarded]
