@@ -94,7 +94,7 @@ WRITTEN_OUT_UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 # Ops whose output keeps a bfloat16 input's dtype; the others compute and return float32.
-KEEPS_DTYPE = {"abs", "ceil", "floor", "frac", "relu", "round", "silu", "trunc"}
+KEEPS_DTYPE = {"abs", "ceil", "floor", "frac", "relu", "round", "sign", "silu", "trunc"}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

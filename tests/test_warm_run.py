@@ -77,6 +77,22 @@ def test_a_rewritten_fusion_replays_its_own_scalars() -> None:
     torch.testing.assert_close(first[1], x.double().var(1).float(), rtol=1e-4, atol=1e-4)
 
 
+def test_an_expanded_output_returned_as_its_own_view_is_returned_directly() -> None:
+    """The full run lays an expanded output out again (narrowed, made dense, expanded): where
+    that is the same view of the same memory, the replay returns the value itself instead of
+    collecting the outputs again (most of a warm call's host time for small fusions)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        fd.add_output(fd.ops.expand(fd.ops.neg(x), shape=[64, 128]))
+    first = fd.execute([torch.randn(64, 1)])[0]
+    (run,) = _runs(fd.fusion).values()
+    assert run.source.rstrip().splitlines()[-1].lstrip().startswith("return [v")
+    x = torch.randn(64, 1)
+    (again,) = fd.execute([x])
+    assert again.stride() == first.stride() == (1, 0)
+    assert torch.equal(again, (-x).expand(64, 128))
+
+
 def test_each_call_returns_new_tensors_and_leaves_earlier_ones_alone() -> None:
     fd = _rms_norm()
     x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()

@@ -152,8 +152,9 @@ OPS: tuple[OpDef, ...] = (
     *_unary("sin sinh sqrt tan tanh", P.FLOAT, math=True),
     # unary, default promotion
     *_unary("neg", P.DEFAULT, symbol="-", float_suffix=False),
-    *_unary("sign", P.DEFAULT, float_suffix=False),
-    # unary, the output keeps the input dtype
+    # unary, the output keeps the input dtype (sign: where(x > 0, 1, where(x < 0, -1, 0)) cast
+    # back to x's dtype, csrc/ops/composite.cpp)
+    *_unary("sign", P.SAME, float_suffix=False),
     *_unary("abs", P.SAME, real_output=True, float_suffix=False),
     *_unary("ceil floor", P.SAME, math=True),
     *_unary("frac", P.SAME, float_suffix=False, doc="x - trunc(x)"),

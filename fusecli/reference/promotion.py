@@ -24,12 +24,13 @@ _FLOAT_OPS = (
     "log log10 log1p log2 reciprocal rsqrt sigmoid sin sinh sqrt tan tanh truediv atan2"
 )
 _DEFAULT_OPS = (
-    "neg sign add sub mul div mod fmod remainder pow minimum maximum bitwise_and bitwise_or "
+    "neg add sub mul div mod fmod remainder pow minimum maximum bitwise_and bitwise_or "
     "bitwise_xor bitwise_left_shift bitwise_right_shift logical_right_shift gcd lerp addcmul "
     "add_alpha sub_alpha"
 )
-# clamp and threshold: newValLike(in, in->getDataType()), bounds cast to it (ops/arith.cpp)
-_SAME_OPS = "ceil floor frac relu round silu trunc bitwise_not clamp threshold"
+# clamp and threshold: newValLike(in, in->getDataType()), bounds cast to it (ops/arith.cpp);
+# sign: a where of constants cast back to the input's dtype (ops/composite.cpp)
+_SAME_OPS = "ceil floor frac relu round silu trunc bitwise_not clamp threshold sign"
 _BOOL_OPS = (
     "eq ne lt le gt ge logical_and logical_or logical_not isfinite isinf isnan isneginf "
     "isposinf isreal signbit"

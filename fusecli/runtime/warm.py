@@ -268,13 +268,16 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
 def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: Any,
              results: list[Any], allocations: Any) -> None:
     """Return the outputs' locals where the full run returned its values as they were (no
-    alias written, no layout changed, none copied); else collect as the full run does, in
-    the same buffers (views of the same tensors)."""
+    alias written, no layout changed, none copied; an expanded output re-viewed as the same
+    view counts as it was); else collect as the full run does, in the same buffers (views of
+    the same tensors)."""
     visible = [o for o in fusion.outputs if o.alias_input is None]
     plain = len(visible) == len(fusion.outputs) and len(results) == len(visible) and all(
-        isinstance(o.value, TensorView) and o.value.uid in env and env[o.value.uid] is result
+        isinstance(o.value, TensorView) and o.value.uid in env
+        and _same_view(env[o.value.uid], result)
         for o, result in zip(visible, results)
-    )
+    ) and len({id(env[o.value.uid]) for o in visible}) == len(
+        {id(result) for result in results})
     if plain:
         program.lines.append(f"return [{', '.join(f'v{o.value.uid}' for o in visible)}]")
         return
@@ -291,3 +294,15 @@ def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: A
     program.lines.append(
         f"return {program.name('O', collect_outputs)}({program.name('U', fusion)}, env, "
         f"{bound}(env), ctx, {program.name('M', allocations)})")
+
+
+def _same_view(value: Any, result: Any) -> bool:
+    """Whether the full run returned ``value`` itself, or a view of it that is the same view
+    (an expanded output narrowed and expanded again): same memory, dtype, shape and strides."""
+    if value is result:
+        return True
+    return (isinstance(value, Tensor) and isinstance(result, Tensor)
+            and value.dtype == result.dtype and value.device == result.device
+            and value.shape == result.shape and value.stride() == result.stride()
+            and value.storage_offset() == result.storage_offset()
+            and value.untyped_storage().data_ptr() == result.untyped_storage().data_ptr())
