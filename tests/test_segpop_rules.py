@@ -58,6 +58,17 @@ def test_cat_and_pad_merge_order_gives_nvfusers_schedulers(name: str) -> None:
     assert ours == sorted(s.scheduler for s in _nvfuser(name).segments)
 
 
+@pytest.mark.parametrize("name", ["pop_1687", "pop_1598"])
+def test_scoped_persistent_buffers_keep_the_outer_persistent_kernel_whole(name: str) -> None:
+    """persistentBufferSizeBit: two outer sums' buffers are live one after the other, and the
+    second projects to the input through the broadcast of the first sum, so one row fits one
+    SM's registers and outer_persistent needs no grid persistence (which plain sums cannot
+    have: "non-Welford not enabled yet"). Adding up the buffers split off a reduction
+    (pop_1687) or a pointwise segment (pop_1598)."""
+    ours = Counter(s.scheduler for s in _segment(name).segments)
+    assert ours == Counter(s.scheduler for s in _nvfuser(name).segments)
+
+
 def test_combined_reduction_rejects_an_outer_result_read_by_the_inner_reduction() -> None:
     """isConnectedOnlyThroughReductionProducer: a sum over dim 0 broadcast back into the input
     of a layer norm over dim 1 reaches the inner reduction through its consumers, so

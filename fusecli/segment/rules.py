@@ -98,6 +98,11 @@ class RuleProfile:
     # MergeCatWithInputPads: a cat's group (with its input pads) merges first and moves to the
     # end of the group list (merge_order.py)
     merge_cat_with_input_pads: bool = False
+    # persistentBufferSizeBit's scoped persistence: a buffer counts only up to where it is read
+    # after its reduction, the size is the most live at once, and a buffer made after a
+    # reduction still projects through a broadcast back (utils.cpp; buffer_sizes.py); before,
+    # the sum of all buffers
+    scoped_persistence: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.order if name not in REGISTRY]
@@ -123,6 +128,7 @@ PROFILES: dict[str, RuleProfile] = {
         privatize_ops=True,
         inner_outer_storage=True,
         merge_cat_with_input_pads=True,
+        scoped_persistence=True,
     ),
     "nvfuser-2024": RuleProfile(
         name="nvfuser-2024",

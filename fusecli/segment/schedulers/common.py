@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
@@ -314,37 +313,6 @@ def reduction_row(candidate: Candidate, ctx: ScheduleContext) -> int | None:
                 size *= extent
         row = max(row, size)
     return row
-
-
-def _row_bytes(row: int, tensors) -> int:
-    return sum(row * max(dt.info(t.dtype).bits // 8, 1) for t in tensors)
-
-
-def persistent_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
-    """Bytes of persistent buffers one reduction row needs (concrete sizes), or None."""
-    if not candidate.reduction_exprs:
-        return 0
-    row = reduction_row(candidate, ctx)
-    return None if row is None else _row_bytes(row, persistent_buffers(candidate))
-
-
-def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
-    """The persistent bytes per row when the buffers are recomputed from the segment inputs
-    they come from (nvFuser's projected_persistent_buffer_size), or None when they cannot
-    be (a reshape on the way, or a buffer made after a reduction)."""
-    if any(e.op is OpType.reshape for e in candidate.exprs):
-        return None
-    row = reduction_row(candidate, ctx)
-    buffers = persistent_buffers(candidate)
-    if row is None or not buffers:
-        return None
-    sources: dict[int, TensorView] = {}
-    for buffer in buffers:
-        found = segment_inputs_of(candidate, buffer, through_reductions=False)
-        if found is None:
-            return None
-        sources.update((t.uid, t) for t in found)
-    return _row_bytes(row, sources.values())
 
 
 def segment_inputs_of(

@@ -38,7 +38,13 @@ from fusecli.ir.optype import OpType
 from fusecli.segment import hardware, heuristics
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.reasons import Reason, Rejection
-from fusecli.segment.schedulers import common, coverage, inner_outer_storage, reshapes
+from fusecli.segment.schedulers import (
+    buffer_sizes,
+    common,
+    coverage,
+    inner_outer_storage,
+    reshapes,
+)
 from fusecli.segment.verdict import Check, Scheduler, Verdict
 
 if TYPE_CHECKING:
@@ -90,7 +96,7 @@ def _inner_outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict
     name = "inner_outer_persistent"
     if ctx.profile.inner_outer_storage:
         return _inner_outer_storage(candidate, ctx)
-    needed = common.persistent_bytes(candidate, ctx)
+    needed = buffer_sizes.persistent_bytes(candidate, ctx)
     limit = ctx.device.max_persistent_bytes
     if needed is None:
         return Verdict.accept(name)
@@ -137,10 +143,10 @@ def _inner_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     (no shared memory persistence from Hopper on), half the register file of one SM, or of a
     cluster of SMs for a 2-D reduction; projected to the inputs where that saves room."""
     name = "inner_persistent"
-    needed = common.persistent_bytes(candidate, ctx)
+    needed = buffer_sizes.persistent_bytes(candidate, ctx)
     if needed is None:
         return Verdict.accept(name)
-    projected = common.projected_bytes(candidate, ctx)
+    projected = buffer_sizes.projected_bytes(candidate, ctx)
     available = ctx.device.persistent_register_bytes
     if projected is not None and projected < needed and (
         available < needed or not common.recomputes_exp(candidate)
@@ -175,10 +181,10 @@ def _outer_run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     the minimum of 8 x vectorization rows at once is persisted across the grid, which needs
     4-way vectorization and Welford reductions (grid persistence of plain sums is disabled)."""
     name = "outer_persistent"
-    needed = common.persistent_bytes(candidate, ctx)
+    needed = buffer_sizes.persistent_bytes(candidate, ctx)
     if needed is None:
         return Verdict.accept(name)
-    projected = common.projected_bytes(candidate, ctx)
+    projected = buffer_sizes.projected_bytes(candidate, ctx)
     if projected:
         needed = min(needed, projected)
     sm_bytes = ctx.device.register_file_bytes
@@ -216,10 +222,10 @@ def _outer_sms(candidate: Candidate, ctx: ScheduleContext, needed: int, vectoriz
 def crosses_grid(candidate: Candidate, ctx: ScheduleContext) -> bool:
     """Whether an outer persistent kernel would keep its buffers across the grid
     (ReductionParams::cross_grid_outer_reduction)."""
-    needed = common.persistent_bytes(candidate, ctx)
+    needed = buffer_sizes.persistent_bytes(candidate, ctx)
     if needed is None:
         return False
-    projected = common.projected_bytes(candidate, ctx)
+    projected = buffer_sizes.projected_bytes(candidate, ctx)
     if projected:
         needed = min(needed, projected)
     return _outer_sms(candidate, ctx, needed, _vectorization(candidate, ctx))[1] > 1
