@@ -93,6 +93,27 @@ def test_an_expanded_output_returned_as_its_own_view_is_returned_directly() -> N
     assert torch.equal(again, (-x).expand(64, 128))
 
 
+def test_a_random_ops_seed_and_offsets_are_bound_per_call_not_keyed() -> None:
+    """Unseeded random ops read a new seed and offsets every call (inputs of the seeded
+    variant): one compiled run serves every call, drawing anew each time, and its draw is the
+    full run's for the same seed and offsets (they were keyed by value: every call ran in
+    full and compiled a run it never used again)."""
+    from fusecli.frontend.generator import seeded_variant
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        keep = fd.ops.lt(fd.ops.rand_like(x), fd.define_scalar(0.9, dtype=DataType.Double))
+        fd.add_output(fd.ops.where(keep, x, fd.define_scalar(0.0, dtype=DataType.Double)))
+    x = torch.rand(32, 48) + 1
+    masks = {tuple((fd.execute([x])[0] == 0).flatten().tolist()) for _ in range(5)}
+    assert len(masks) == 5
+    variant = seeded_variant(fd.fusion)
+    (run,) = _runs(variant.fusion).values()
+    inputs = variant.inputs([x])
+    _, full = run_fusion(variant.fusion, inputs, executor="aten")
+    assert torch.equal(run(list(flatten_inputs(inputs)))[0], full.outputs[0])
+
+
 def test_each_call_returns_new_tensors_and_leaves_earlier_ones_alone() -> None:
     fd = _rms_norm()
     x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()

@@ -122,4 +122,6 @@ def _seeded(fusion: nodes.Fusion) -> SeededVariant | None:
         for e in fusion.exprs
     )
     variant = nodes.Fusion((*fusion.inputs, seed, *offsets.values()), fusion.outputs, exprs)
+    # a new seed and new offsets every call: the warm path binds them, it does not key on them
+    variant.memo["per_call_scalars"] = 1 + len(unseeded)
     return SeededVariant(variant, len(unseeded))

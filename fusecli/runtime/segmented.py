@@ -240,10 +240,11 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
             executor: str = "auto", device: Any = None) -> list[Any]:
     """What ``fd.execute`` does: the compiled run of the inputs' signature
     (``runtime.warm``), or, on its first call, the full run, compiled for the next."""
-    flat, key = inputs, warm_key(inputs, rules, executor, device)
+    per_call = fusion.memo.get("per_call_scalars", 0)  # a random op's seed and offsets
+    flat, key = inputs, warm_key(inputs, rules, executor, device, per_call)
     if key is None:  # nested lists and tuples (define_vector inputs' values)
         flat = flatten_inputs(inputs)
-        key = warm_key(flat, rules, executor, device)
+        key = warm_key(flat, rules, executor, device, per_call)
     runs = fusion.memo.get("warm")
     if runs is None:
         runs = fusion.memo["warm"] = OrderedDict()
@@ -264,7 +265,7 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
         # the fusion segmented (rewritten: welford translated, casts privatized) is the one
         # whose scalar exprs the run computed
         runs[key] = compile_run(runner.fusion, trace, runner.env, runner.bindings, runner.ctx,
-                                outputs, runner.allocations)
+                                outputs, runner.allocations, per_call)
         while len(runs) > WARM_CAPACITY:
             runs.popitem(last=False)
     return outputs

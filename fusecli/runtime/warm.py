@@ -56,12 +56,19 @@ def fault_setting() -> object:
     return os.environ.get(ENV_VAR)
 
 
-def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any) -> tuple | None:
+def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any,
+             per_call: int = 0) -> tuple | None:
     """What a compiled run depends on: the run's settings, and per input its dtype, shape,
     strides, device, 16-byte alignment and negative and conjugate bits (a tensor), or its
-    type and value (a scalar); None where ``flat`` nests lists (flatten it first). One loop:
-    this is most of a warm call's own time."""
+    type and value (a scalar); None where ``flat`` nests lists (flatten it first). The last
+    ``per_call`` inputs are scalars new on every call (a random op's seed and offsets): their
+    types only. One loop: this is most of a warm call's own time."""
     key: tuple = (rules, executor, device, fault_setting())
+    if per_call:
+        if len(flat) < per_call:
+            return None
+        key += tuple(type(value) for value in flat[len(flat) - per_call:])
+        flat = flat[:len(flat) - per_call]
     for value in flat:
         if type(value) is Tensor or isinstance(value, Tensor):
             dtype = value.dtype
@@ -136,13 +143,17 @@ class _Program:
 
 
 def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any,
-                results: list[Any], allocations: Any = None) -> WarmRun | None:
+                results: list[Any], allocations: Any = None, per_call: int = 0,
+                ) -> WarmRun | None:
     """The replay of the full run that ``trace`` recorded (``env``: its environment at the
     end, ``results``: what it returned, ``allocations``: the buffers it returned them in), or
-    None where it cannot be replayed."""
+    None where it cannot be replayed. The last ``per_call`` inputs (scalars) are read from
+    each call's inputs, as tensors are."""
     if trace.refusal is not None or ctx.faults:
         return None
-    fixed = _signature_scalars(fusion)
+    dynamic = {v.uid for v in fusion.inputs[len(fusion.inputs) - per_call:]} if per_call \
+        else set()
+    fixed = _signature_scalars(fusion, dynamic)
     base = {uid: value for uid, value in bindings.values.items()
             if not isinstance(value, Tensor)}
     base.update((uid, env[uid]) for uid in fixed if uid in env)
@@ -151,12 +162,13 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     program = _Program(base, fixed)
     program.names["ctx"] = ctx
     program.with_env = any(_reads_env(step, fixed) for step in steps)
-    names = [f"v{v.uid}" if isinstance(v, TensorView) else "_" for v in fusion.inputs]
+    read = [v for v in fusion.inputs if isinstance(v, TensorView) or v.uid in dynamic]
+    read_uids = {v.uid for v in read}
+    names = [f"v{v.uid}" if v.uid in read_uids else "_" for v in fusion.inputs]
     program.lines.append(f"({', '.join(names)},) = flat" if names else "")
     if program.with_env:
         program.lines.append("env = BASE.copy()")
-        program.lines.extend(f"env[{v.uid}] = v{v.uid}" for v in fusion.inputs
-                             if isinstance(v, TensorView))
+        program.lines.extend(f"env[{v.uid}] = v{v.uid}" for v in read)
     for step in steps:
         if step[0] == "kernel":
             _kernel_step(program, *step[1:])
@@ -186,10 +198,11 @@ def _runs_on_env(expr: Expr, fixed: set[int]) -> bool:
         isinstance(value, TensorView) or _fixed(value, fixed, False) for value in expr.inputs)
 
 
-def _signature_scalars(fusion: Fusion) -> set[int]:
-    """Scalar values the input signature decides: scalar inputs, sizes, and scalar exprs
-    over those (a value read out of a tensor's data is not one)."""
-    fixed = {v.uid for v in fusion.inputs if isinstance(v, Scalar)}
+def _signature_scalars(fusion: Fusion, dynamic: set[int] = frozenset()) -> set[int]:
+    """Scalar values the input signature decides: scalar inputs (but the ``dynamic`` ones,
+    new every call), sizes, and scalar exprs over those (a value read out of a tensor's data
+    is not one)."""
+    fixed = {v.uid for v in fusion.inputs if isinstance(v, Scalar) and v.uid not in dynamic}
     for expr in fusion.exprs:
         if any(isinstance(out, TensorView) for out in expr.outputs):
             continue
@@ -237,6 +250,8 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
     if _runs_on_env(expr, program.fixed):
         program.lines.append(
             f"{program.name('X', executor)}.run_expr({program.name('E', expr)}, env, ctx)")
+        program.lines.extend(f"v{out.uid} = env[{out.uid}]" for out in expr.outputs
+                             if isinstance(out, TensorView))  # later steps read locals
         return
     entry = executor.ops[expr.op]
     compute = ELEMENTWISE_COMPUTE.get(expr.op) if entry is ELEMENTWISE_OPS.get(expr.op) else None
