@@ -304,15 +304,23 @@ def reduction_row(candidate: Candidate, ctx: ScheduleContext) -> int | None:
     """Elements of the longest reduction row (concrete sizes), or None when unknown."""
     row = 1
     for expr in candidate.reduction_exprs:
-        size = 1
-        for domain in expr.tensor_outputs()[0].domain:
-            if domain.is_reduction:
-                extent = ctx.runtime.extent(domain.extent)
-                if extent is None:
-                    return None
-                size *= extent
+        size = reduced_elements(expr, ctx)
+        if size is None:
+            return None
         row = max(row, size)
     return row
+
+
+def reduced_elements(expr: Expr, ctx: ScheduleContext) -> int | None:
+    """Elements one reduction combines into each output value, or None when unknown."""
+    size = 1
+    for domain in expr.tensor_outputs()[0].domain:
+        if domain.is_reduction:
+            extent = ctx.runtime.extent(domain.extent)
+            if extent is None:
+                return None
+            size *= extent
+    return size
 
 
 def segment_inputs_of(

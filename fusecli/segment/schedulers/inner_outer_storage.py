@@ -58,7 +58,7 @@ def storage(candidate: Candidate, ctx: ScheduleContext, vectorize: int) -> Stora
     inner = next((e for e in candidate.reduction_exprs if common.is_inner_reduction(e)), None)
     if inner is None:
         return None
-    row = _reduced_elements(inner, ctx)
+    row = common.reduced_elements(inner, ctx)
     partials = [_iteration_bytes(e, ctx) for e in candidate.reduction_exprs
                 if not common.is_inner_reduction(e)]
     buffers = _buffers(candidate, inner)
@@ -109,17 +109,6 @@ def _has_outer_broadcast(candidate: Candidate, inner: Expr) -> bool:
     mask = tuple(not d.is_reduction for d in inner.tensor_outputs()[0].domain)
     return any(e.op is OpType.broadcast and tuple(e.attr("is_broadcast_dim")) == mask
                for e in candidate.exprs)
-
-
-def _reduced_elements(expr: Expr, ctx: ScheduleContext) -> int | None:
-    size = 1
-    for domain in expr.tensor_outputs()[0].domain:
-        if domain.is_reduction:
-            extent = ctx.runtime.extent(domain.extent)
-            if extent is None:
-                return None
-            size *= extent
-    return size
 
 
 def _iteration_bytes(expr: Expr, ctx: ScheduleContext) -> int | None:
