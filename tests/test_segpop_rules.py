@@ -48,6 +48,14 @@ def test_segments_match_nvfuser(name: str) -> None:
     assert _segments_of_fusecli(_segment(name)) == _segments_of_nvfuser(name)
 
 
+def test_up_casts_are_privatized_before_var_mean_is_translated() -> None:
+    """privatizeOps runs before findSegments translates var_mean: the cast a var_mean and a
+    sub read gets one copy (two casts in all, as nvFuser has), where translating first gave
+    it three readers and two copies, and MergeUpAndDownCast a chain nvFuser never tries."""
+    ours = sorted(s.scheduler for s in _segment("pop_488").segments)
+    assert ours == sorted(s.scheduler for s in _nvfuser("pop_488").segments)
+
+
 @pytest.mark.parametrize("name", ["pop_193", "pop_1754", "pop_1097"])
 def test_cat_and_pad_merge_order_gives_nvfusers_schedulers(name: str) -> None:
     """MergeCatWithInputPads moves each cat's group to the end of the group list (pop_193,

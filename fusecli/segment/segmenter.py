@@ -113,15 +113,19 @@ class Segmenter:
                 result.segments = [Segment(0, scheduler, candidate, params,
                                            self.gpu_notes_of(tensor_exprs))]
                 return result
-        translated = translate_applicable_welfords(self.fusion, self.ctx, tensor_exprs)
-        if translated is not None:  # the segments are built again from the two-pass fusion
-            self._adopt(translated)
-            tensor_exprs = self.graph.live_tensor_exprs()
+        # privatizeOps runs in SegmentCandidateFinder's constructor, before findSegments
+        # translates var_mean: a cast a var_mean and one other op read gets one copy, not two
         if self.profile.privatize_ops:
             self.privatized = privatize_ops(self.fusion, tensor_exprs)
             if self.privatized.original_of:
                 self._adopt(self.privatized.fusion)
                 tensor_exprs = self.graph.live_tensor_exprs()
+        translated = translate_applicable_welfords(self.fusion, self.ctx, tensor_exprs)
+        if translated is not None:  # the segments are built again from the two-pass fusion
+            self._adopt(translated)
+            tensor_exprs = self.graph.live_tensor_exprs()
+            # the copies keep their uids through the translation
+            self.privatized = Privatized(translated, dict(self.privatized.original_of))
         result = SegmentedFusion(self.fusion, self.profile.name, log=self.log)
         self._initial_groups(self.groups.in_walk_order(tensor_exprs))
         for group in self.groups.groups:
