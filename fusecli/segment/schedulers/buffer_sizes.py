@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
+from fusecli.segment.heuristics import itemsize
 from fusecli.segment.schedulers import common
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def persistent_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
         return None
     if ctx.profile.scoped_persistence:
         return row * candidate.memo("scoped_widths", _scoped_widths).persistent
-    return row * sum(map(_width, common.persistent_buffers(candidate)))
+    return row * sum(map(itemsize, common.persistent_buffers(candidate)))
 
 
 def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
@@ -60,16 +60,24 @@ def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
     if ctx.profile.scoped_persistence:
         projected = candidate.memo("scoped_widths", _scoped_widths).projected
         return None if projected is None else row * projected
-    buffers = common.persistent_buffers(candidate)
-    if OpType.reshape in candidate.ops or not buffers:
+    if not common.persistent_buffers(candidate):
+        return None
+    sources = projected_sources(candidate)
+    return None if sources is None else row * sum(map(itemsize, sources))
+
+
+def projected_sources(candidate: Candidate) -> list[TensorView] | None:
+    """The segment inputs the persistent buffers are computed from, each once; None where
+    one cannot be recomputed from them (a reshape in the segment, a reduction on the way)."""
+    if OpType.reshape in candidate.ops:
         return None
     sources: dict[int, TensorView] = {}
-    for buffer in buffers:
+    for buffer in common.persistent_buffers(candidate):
         found = common.segment_inputs_of(candidate, buffer, through_reductions=False)
         if found is None:
             return None
         sources.update((t.uid, t) for t in found)
-    return row * sum(map(_width, sources.values()))
+    return list(sources.values())
 
 
 def _scoped_widths(candidate: Candidate) -> ScopedWidths:
@@ -140,7 +148,7 @@ def scoped_widths(candidate: Candidate, buffers: list[TensorView]) -> ScopedWidt
         for source in candidate.inputs:
             # the inputs holding the reduced dimension (projectable_buffer_inputs)
             if reach.bit[source.uid] & ancestors and source.ndim == buffer.ndim:
-                entries.append((source.uid, _width(source),
+                entries.append((source.uid, itemsize(source),
                                 _live_between(reach, source, points[buffer.uid])))
     projected = _max_live(entries)
     return ScopedWidths(persistent, projected or None)
@@ -252,10 +260,6 @@ def _buffer_width(candidate: Candidate, buffer: TensorView) -> int:
     producer = candidate.definition(buffer)
     if producer is not None and candidate.contains(producer) and producer.op is OpType.cast:
         source = producer.inputs[0]
-        if not candidate.is_input(source) and _width(source) < _width(buffer):
-            return _width(source)
-    return _width(buffer)
-
-
-def _width(tensor: TensorView) -> int:
-    return max(dt.info(tensor.dtype).bits // 8, 1)
+        if not candidate.is_input(source) and itemsize(source) < itemsize(buffer):
+            return itemsize(source)
+    return itemsize(buffer)

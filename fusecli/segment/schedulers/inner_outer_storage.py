@@ -26,11 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
-from fusecli.segment.schedulers import common
+from fusecli.segment.heuristics import itemsize
+from fusecli.segment.schedulers import buffer_sizes, common
 
 if TYPE_CHECKING:
     from fusecli.segment.rules import ScheduleContext
@@ -62,12 +62,12 @@ def storage(candidate: Candidate, ctx: ScheduleContext, vectorize: int) -> Stora
     partials = [_iteration_bytes(e, ctx) for e in candidate.reduction_exprs
                 if not common.is_inner_reduction(e)]
     buffers = _buffers(candidate, inner)
-    if row is None or buffers is None or any(p is None for p in partials):
+    if row is None or any(p is None for p in partials):
         return None
-    sizes = [row * _bytes(t) for t in buffers]
-    rounded = [_aligned(_round_up_shared(size, _bytes(t), vectorize))
+    sizes = [row * itemsize(t) for t in buffers]
+    rounded = [_aligned(_round_up_shared(size, itemsize(t), vectorize))
                for size, t in zip(sizes, buffers)]
-    widest = max(_bytes(e.tensor_outputs()[0]) for e in candidate.reduction_exprs)
+    widest = max(itemsize(e.tensor_outputs()[0]) for e in candidate.reduction_exprs)
     welford = 3 if any(e.op.kind is OpKind.NORMALIZATION for e in candidate.exprs) else 1
     if welford == 3:
         widest = max(widest, 8)
@@ -87,20 +87,17 @@ def storage(candidate: Candidate, ctx: ScheduleContext, vectorize: int) -> Stora
                    -(-registers // HALF_REGISTER_FILE))
 
 
-def _buffers(candidate: Candidate, inner: Expr) -> list[TensorView] | None:
+def _buffers(candidate: Candidate, inner: Expr) -> list[TensorView]:
     """The persistent buffers, or the segment inputs they are computed from where nvFuser
     projects them (isProjectBufferToInputs, always with an outer broadcast tensor)."""
     buffers = common.persistent_buffers(candidate)
-    projected: dict[int, TensorView] = {}
-    for buffer in buffers:
-        sources = common.segment_inputs_of(candidate, buffer, through_reductions=False)
-        if sources is None or any(e.op is OpType.reshape for e in candidate.exprs):
-            return buffers
-        projected.update((t.uid, t) for t in sources)
+    projected = buffer_sizes.projected_sources(candidate)
+    if projected is None:
+        return buffers
     if _has_outer_broadcast(candidate, inner):
-        return list(projected.values())
-    smaller = sum(map(_bytes, projected.values())) < sum(map(_bytes, buffers))
-    return list(projected.values()) if smaller else buffers
+        return projected
+    smaller = sum(map(itemsize, projected)) < sum(map(itemsize, buffers))
+    return projected if smaller else buffers
 
 
 def _has_outer_broadcast(candidate: Candidate, inner: Expr) -> bool:
@@ -122,7 +119,7 @@ def _iteration_bytes(expr: Expr, ctx: ScheduleContext) -> int | None:
         if extent is None:
             return None
         size *= extent
-    return size * _bytes(out)
+    return size * itemsize(out)
 
 
 def _round_up_shared(size: int, element: int, vectorize: int) -> int:
@@ -134,7 +131,3 @@ def _round_up_shared(size: int, element: int, vectorize: int) -> int:
 
 def _aligned(size: int) -> int:
     return -(-size // SMEM_ALIGNMENT) * SMEM_ALIGNMENT
-
-
-def _bytes(tensor: TensorView) -> int:
-    return max(dt.info(tensor.dtype).bits // 8, 1)

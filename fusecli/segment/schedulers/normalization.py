@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusecli.ir import dtype as dt
 from fusecli.ir.optype import OpType
 from fusecli.segment import hardware, heuristics
 from fusecli.segment.candidate import Candidate
@@ -236,7 +235,7 @@ def _vectorization(candidate: Candidate, ctx: ScheduleContext) -> int:
     as far as that dimension's size divides."""
     reduction = candidate.reduction_exprs[0]
     source = reduction.tensor_inputs()[0]
-    width = max(16 // max(dt.info(source.dtype).bits // 8, 1), 1)
+    width = max(16 // heuristics.itemsize(source), 1)
     size = ctx.runtime.extent(source.logical[-1].logical_extent) if source.logical else None
     if size is None:
         return 1
