@@ -19,6 +19,7 @@ from fusecli.bisect.selection import BuildError, Selection, Slicer
 from fusecli.bisect.shrink import shrink, sizes_of
 from fusecli.ir.optype import OpType
 from fusecli.load import discover, load_path
+from fusecli.load.convert import to_direct
 from fusecli.reference import run_reference
 
 FUSIONS = Path(__file__).resolve().parent.parent / "fusions"
@@ -338,3 +339,100 @@ def test_merges_join_common_subexpressions_and_inputs_alike(tmp_path):
         rank = order.index(producer[value]) if value in producer else -1
         earlier = order.index(producer[replacement]) if replacement in producer else -1
         assert earlier <= rank
+
+
+def test_a_broadcast_and_its_expand_rebuild_as_one_broadcast_in_dim(tmp_path):
+    """The minimized repro writes ``expand(broadcast(x))`` as the one call users write (the
+    frontend builds that call as exactly this pair) and counts it as one op; a broadcast that
+    another op reads, or that is an output, stays a broadcast of its own."""
+    path = tmp_path / "bid.py"
+    path.write_text(JOINABLE, encoding="utf-8")
+    slicer = _slicer(path)
+    piece = slicer.build(slicer.everything())
+    assert piece.ops == ["broadcast_in_dim", "broadcast", "expand", "mul", "add"]
+    script = to_direct(piece.loaded)
+    assert script.count("fd.ops.broadcast_in_dim(") == 1
+    assert "broadcast_dims=[1]" in script and script.count("fd.ops.expand(") == 1
+    expected = run_reference(slicer.fusion, slicer.loaded.inputs).outputs
+    rebuilt = run_reference(piece.loaded.fusion, piece.loaded.inputs).outputs
+    assert all(_same(a, b) for a, b in zip(rebuilt, expected))
+    assert [e.op for e in piece.loaded.fusion.exprs] == [e.op for e in slicer.fusion.exprs]
+
+
+JOINABLE = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T2 = fd.ops.broadcast(T0, is_broadcast_dim=[True, False])
+    T3 = fd.ops.expand(T2, shape=[3, 4])
+    T4 = fd.ops.broadcast(T0, is_broadcast_dim=[True, False])
+    T5 = fd.ops.expand(T4, shape=[3, 4])
+    T6 = fd.ops.mul(T3, T4)
+    T7 = fd.ops.add(T5, T1)
+    fd.add_output(T6)
+    fd.add_output(T7)
+
+fd.execute([torch.randn(4), torch.randn(3, 4)])
+"""
+
+
+def test_an_expanded_operand_can_stand_for_a_result_of_its_shape(tmp_path):
+    """Bypasses prefer an operand of the result's form (``add(expand(b), x)`` -> ``x``), else
+    take an expanded one of its shape (``mul(expand(b), broadcast(b))`` -> ``expand(b)``)."""
+    path = tmp_path / "bid.py"
+    path.write_text(JOINABLE, encoding="utf-8")
+    slicer = _slicer(path)
+    producer = {e.outputs[0].uid: e for e in slicer.units}
+    pairs = {producer_uid: operand for producer_uid, operand in
+             ((e, o) for e, o in slicer.bypasses(slicer.everything()))}
+    by_op = {e.op: e for e in slicer.units if e.uid in pairs}
+    add, mul = by_op[OpType.add], by_op[OpType.mul]
+    assert pairs[add.uid] == slicer.fusion.inputs[1].uid
+    assert producer[pairs[mul.uid]].op is OpType.expand
+    piece = slicer.build(slicer.bypass(slicer.everything(), [(mul.uid, pairs[mul.uid])]))
+    assert "mul" not in piece.ops
+    run_reference(piece.loaded.fusion, piece.loaded.inputs)  # and it runs
+
+
+def test_a_reduction_is_rebuilt_as_the_one_call_that_made_it(tmp_path):
+    """A sum over a broadcast dimension (squeeze + sum in the IR, as nvFuser's trivial
+    reduction) and a sum with keepdim (sum + broadcast) are each written as the one call: a
+    squeeze of a size-1 reshape dimension would be another program for nvFuser, which keeps
+    that dimension Symbolic."""
+    path = tmp_path / "sums.py"
+    path.write_text(REDUCTIONS, encoding="utf-8")
+    slicer = _slicer(path)
+    assert [e.op.value for e in slicer.units] == [
+        "reshape", "squeeze", "sum", "sum", "broadcast", "add"]
+    piece = slicer.build(slicer.everything())
+    assert piece.ops == ["reshape", "sum", "sum", "add"]
+    script = to_direct(piece.loaded)
+    assert "fd.ops.squeeze" not in script and "fd.ops.broadcast(" not in script
+    assert "dims=[0, 1], keepdim=False" in script and "dims=[1], keepdim=True" in script
+    expected = run_reference(slicer.fusion, slicer.loaded.inputs).outputs
+    rebuilt = run_reference(piece.loaded.fusion, piece.loaded.inputs).outputs
+    assert all(_same(a, b) for a, b in zip(rebuilt, expected))
+    # a group part of which is removed is replayed op by op
+    squeeze = next(e for e in slicer.units if e.op is OpType.squeeze)
+    part = slicer.build(Selection(frozenset(e.uid for e in slicer.units if e is not squeeze)))
+    assert part.ops.count("sum") == 2 and "squeeze" not in part.ops
+
+
+REDUCTIONS = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.ops.reshape(T0, new_shape=[1, 4, 3])
+    T2 = fd.ops.sum(T1, dims=[0, 1], keepdim=False, dtype=DataType.Null)
+    T3 = fd.ops.sum(T0, dims=[1], keepdim=True, dtype=DataType.Null)
+    T4 = fd.ops.add(T0, T3)
+    fd.add_output(T2)
+    fd.add_output(T4)
+
+fd.execute([torch.randn(4, 3)])
+"""

@@ -235,7 +235,7 @@ def _write_minimized(
 
     piece = result.piece
     what = f"minimized repro of {loaded.name} ({len(piece.ops)} of "
-    what += f"{len(loaded.fusion.tensor_exprs())} ops)"
+    what += f"{_ops_of(loaded)} ops)"
     header = repro_header(report.path, what, report.target, report.original, options.run)
     out_dir = report.output_dir
     named = replace(piece.loaded, name=f"{loaded.name}_minimized")
@@ -255,7 +255,7 @@ def _write_minimized(
         command = oracle.command(Question(loaded=result.last_passing.loaded), keep_as=kept)
         report.replays["minimize: last good"] = shell_line(command)
     return Minimized(
-        ops_before=len(loaded.fusion.tensor_exprs()), ops=piece.ops,
+        ops_before=_ops_of(loaded), ops=piece.ops,
         inputs_before=len(loaded.fusion.inputs), inputs=[_describe(v) for v in piece.loaded.inputs],
         outputs_before=len(loaded.fusion.outputs), outputs=len(piece.outputs),
         repro_py=py_path, repro_yaml=yaml_path, verified=answer.failing,
@@ -301,7 +301,7 @@ def _write_engine_minimized(
     report.replays["minimize: the minimized repro, plain nvFuser"] = f"python {py_path}"
     segments = parse_log(plain.log).segments  # it ran with nvFuser's dump on
     findings = er.EngineFindings(
-        versions=er.versions(), original_ops=len(loaded.fusion.tensor_exprs()),
+        versions=er.versions(), original_ops=_ops_of(loaded),
         original_bytes=er.input_bytes(loaded.inputs),
         minimized_bytes=er.input_bytes(named.inputs), plain=plain,
         segments=getattr(report, "engine_segments", None),
@@ -310,7 +310,7 @@ def _write_engine_minimized(
         other_failures=_write_others(result, out_dir, header),
     )
     minimized = Minimized(
-        ops_before=len(loaded.fusion.tensor_exprs()), ops=result.piece.ops,
+        ops_before=_ops_of(loaded), ops=result.piece.ops,
         inputs_before=len(loaded.fusion.inputs), inputs=[_describe(v) for v in named.inputs],
         outputs_before=len(loaded.fusion.outputs), outputs=len(result.piece.outputs),
         repro_py=py_path, repro_yaml=final_yaml, verified=verified,
@@ -379,3 +379,10 @@ def run_bisect(
     git_options = GitOptions(command=git.command, build=git.build, engine=git.engine, kind=kind,
                              check_str=options.check_str, timeout=options.timeout)
     return git_bisect(git.repo, git.good, git.bad, paths, git_options, Tracker(progress))
+
+
+def _ops_of(loaded: Any) -> int:
+    """The ops of the original, counted as a minimized repro's are (``joined.script_ops``)."""
+    from fusecli.bisect.joined import script_ops
+
+    return len(script_ops(loaded.fusion.exprs, loaded.fusion.outputs))

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fusecli.bisect.declare import declare_input
+from fusecli.bisect.joined import joins, replay_call
 from fusecli.frontend import FusionDefinition
 from fusecli.frontend.state import Scalar as ScalarState
 from fusecli.frontend.state import State
@@ -325,8 +326,7 @@ RULES: dict[OpType, Rule] = {
     OpType.triu: _triu,
     OpType.size: _size,
 }
-# Not replayable: mma exists only inside the nvfuser-2024 segmenter's lowering of matmul, and
-# shape/at build no expr in the frontend (they return existing scalars).
+# Not replayable: mma (only in the nvfuser-2024 lowering of matmul); shape/at (no expr built)
 NOT_REPLAYABLE = frozenset(OpType) - frozenset(RULES)
 
 
@@ -359,8 +359,12 @@ def rebuild(
             replay.states[value.uid] = declare_input(
                 fd, value, examples.get(value.uid), extents, value.uid in declared and not extents
             )
-        for expr in exprs:
-            _replay_expr(replay, expr)
+        grouped = joins(exprs, outputs, replay.aliases)
+        for expr in exprs:  # a group's first exprs go with its last, as one call (``joined``)
+            call = grouped.calls.get(expr.uid)
+            if call is not None or expr.uid not in grouped.skipped:
+                _check_replay(replay, expr, replay_call(replay, *call) if call else _rule(expr)(
+                    replay, expr))
         for output in outputs:
             alias = output.alias_input
             if alias is not None and alias.uid in replay.states:
@@ -372,11 +376,13 @@ def rebuild(
     return fd
 
 
-def _replay_expr(replay: _Replay, expr: Expr) -> None:
-    rule = RULES.get(expr.op)
-    if rule is None:
+def _rule(expr: Expr) -> Rule:
+    if expr.op not in RULES:
         raise RebuildError(f"fd.ops.{expr.op.value} has no frontend form to replay")
-    results = rule(replay, expr)
+    return RULES[expr.op]
+
+
+def _check_replay(replay: _Replay, expr: Expr, results: Any) -> None:
     states = list(results) if isinstance(results, tuple | list) else [results]
     if len(states) != len(expr.outputs):
         raise RebuildError(

@@ -25,6 +25,7 @@ import torch
 
 from fusecli.bisect import fold
 from fusecli.bisect.declare import example_layout
+from fusecli.bisect.joined import script_ops
 from fusecli.bisect.rebuild import rebuild
 from fusecli.ir.nodes import Expr, Fusion, FusionOutput, Scalar, TensorView, Val, Vector
 from fusecli.load.model import LoadedFusion
@@ -48,10 +49,7 @@ class Piece:
     inputs: tuple[Val, ...]
     outputs: tuple[FusionOutput, ...]
     loaded: LoadedFusion
-
-    @property
-    def ops(self) -> list[str]:
-        return [e.op.value for e in self.exprs if _is_tensor_expr(e)]
+    ops: list[str] = field(compare=False)  # the ops its script calls (``joined.script_ops``)
 
 
 class BuildError(ValueError):
@@ -182,7 +180,9 @@ class Slicer:
     def bypasses(self, selection: Selection) -> list[tuple[int, int]]:
         """(expr uid, operand uid) for each kept expr one of whose operands could stand for its
         result: a tensor of the same shape and the same broadcast dimensions (an op's first such
-        operand). The reference's values tell the shapes."""
+        operand), else one of the same shape whose expanded broadcasts stand for the result's
+        dimensions (``mul(x, expand(b))`` -> ``expand(b)``). The reference's values tell the
+        shapes."""
         found = []
         aliases = self.aliases(selection)
         for expr in self.fusion.exprs:
@@ -191,12 +191,13 @@ class Slicer:
             result = expr.outputs[0]
             if not isinstance(result, TensorView) or result.uid not in self.values:
                 continue
-            for operand in _operands(expr):
-                operand = aliases.get(operand.uid, operand)
-                if isinstance(operand, TensorView) and _same_form(
-                    result, self.values[result.uid], operand, self._value_of(operand)
-                ):
-                    found.append((expr.uid, operand.uid))
+            operands = [aliases.get(v.uid, v) for v in _operands(expr)]
+            operands = [v for v in operands if isinstance(v, TensorView)]
+            for expanded in (False, True):
+                alike = [v for v in operands if _same_form(
+                    result, self.values[result.uid], v, self._value_of(v), expanded)]
+                if alike:
+                    found.append((expr.uid, alike[0].uid))
                     break
         return found
 
@@ -300,7 +301,8 @@ class Slicer:
             inputs=[examples[v.uid] for v in inputs], line=None, source_kind="python",
             notices=self.loaded.notices,
         )
-        return Piece(selection, tuple(exprs), tuple(inputs), tuple(outputs), loaded)
+        ops = script_ops(exprs, outputs, self.aliases(selection))
+        return Piece(selection, tuple(exprs), tuple(inputs), tuple(outputs), loaded, ops)
 
     def _fed(self, value: Val, selection: Selection, extents: dict[int, int]) -> object:
         """``example``, or for a folded input the view it is: the strides of the storage it
@@ -358,16 +360,19 @@ def _reads(expr: Expr, aliases: dict[int, Val]) -> list[Val]:
 
 
 def _same_form(result: TensorView, result_value: object, operand: TensorView,
-               operand_value: object) -> bool:
-    """Whether ``operand`` can be read where ``result`` was: same shape, same broadcasts."""
+               operand_value: object, expanded: bool = False) -> bool:
+    """Whether ``operand`` can be read where ``result`` was: same shape, same broadcasts; with
+    ``expanded``, an expanded broadcast of the operand may stand for a dimension of the result."""
     if not isinstance(result_value, torch.Tensor) or not isinstance(operand_value, torch.Tensor):
         return False
     if tuple(result_value.shape) != tuple(operand_value.shape):
         return False
     if len(result.logical) != len(operand.logical):
         return False
-    return all(a.is_broadcast == b.is_broadcast and (a.expanded is None) == (b.expanded is None)
-               for a, b in zip(result.logical, operand.logical))
+    return all(
+        (a.is_broadcast == b.is_broadcast and (a.expanded is None) == (b.expanded is None))
+        or (expanded and not a.is_broadcast and b.is_broadcast and b.expanded is not None)
+        for a, b in zip(result.logical, operand.logical))
 
 
 def _constant(value: Val) -> bool:
