@@ -362,6 +362,38 @@ def test_scaled_grouped_mm_scales_rows_and_columns(split: str) -> None:
     assert repr(again).split("\n", 2)[2] == text.split("\n", 2)[2]
 
 
+CUDA_SCALED_FORMS = {  # (mat1, mat2, scale1, scale2, offsets' extent): two groups of 16
+    "k": ((32, 32), (32, 32), (2, 32, 1), (2, 1, 32), 32),
+    "m": ((32, 32), (2, 32, 32), (32, 1), (2, 1, 32), 32),
+    "n": ((2, 32, 32), (32, 32), (2, 32, 1), (1, 32), 32),
+}
+
+
+@pytest.mark.cuda
+@requires_cuda
+@pytest.mark.skipif(not hasattr(torch, "_scaled_grouped_mm"), reason="torch has no fp8 kernel")
+@pytest.mark.parametrize("split", sorted(CUDA_SCALED_FORMS))
+def test_cuda_scaled_grouped_mm_is_torchs_kernel_bit_for_bit(split: str) -> None:
+    """On CUDA the float8 form runs torch's kernel with the scales as nvFuser passes them
+    (flattened for 2-D x 2-D, k squeezed otherwise), so its bits are torch's."""
+    torch.manual_seed(6)
+    shape1, shape2, shape_s1, shape_s2, extent = CUDA_SCALED_FORMS[split]
+    mat1, mat2 = (torch.randn(s, device="cuda").to(torch.float8_e4m3fn) for s in (shape1, shape2))
+    scale1, scale2 = (torch.rand(s, device="cuda") for s in (shape_s1, shape_s2))
+    offsets = torch.tensor([extent // 2, extent], dtype=torch.int32, device="cuda")
+    with FusionDefinition() as fd:
+        tensors = [_tensor(fd, t) for t in (mat1, mat2, offsets, scale1, scale2)]
+        fd.add_output(fd.ops.grouped_mm(*tensors, dtype=DataType.BFloat16)[0])
+    (result,) = fd.execute([mat1, mat2, offsets, scale1, scale2])
+    flat = split == "k"
+    expected = torch._scaled_grouped_mm(
+        mat1, mat2.transpose(-1, -2).contiguous().transpose(-1, -2),
+        scale1.reshape(-1) if flat else scale1.squeeze(-1),
+        scale2.reshape(-1) if flat else scale2.squeeze(-2),
+        offsets, None, None, torch.bfloat16)
+    assert torch.equal(result, expected)
+
+
 def test_grouped_mm_without_scales_takes_no_scaled_options() -> None:
     with pytest.raises(TypeError, match="give scale1 and scale2"):
         with FusionDefinition() as fd:

@@ -20,9 +20,11 @@ with the kernels torch has on the operands' device:
   SdpaBwdOp::evaluate calls it; torch's CPU flash backward without dropout on the CPU;
   otherwise the math of flash attention's backward from out and logsumexp, the dropout mask
   drawn again from the [seed, offset] that sdpfa_fwd returned.
-- grouped_mm: one matmul per group in the operands' dtype (nvFuser's fallback); the scaled
-  form dequantizes in Float, rounds to BFloat16 as torch._scaled_grouped_mm does, then casts
-  to the output's dtype.
+- grouped_mm: one matmul per group in the operands' dtype (nvFuser's fallback). The scaled
+  form on CUDA, where torch has it: torch._scaled_grouped_mm with k the fastest dimension of
+  both operands and the scales reshaped as nvFuser's GroupedMmaOp::evaluate passes them, its
+  BFloat16 result cast to the output's dtype; elsewhere it dequantizes in Float and rounds to
+  BFloat16 as that kernel does, then casts.
 
 Batch dimensions beyond one (q [N1, N2, H, L, E]) are flattened for the kernels and restored.
 """
@@ -240,6 +242,8 @@ def _grouped_mm(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any
     ones, twos = cut1(mat1), cut2(mat2)
     if "scale1" not in options:
         return (join([torch.matmul(a, b) for a, b in zip(ones, twos)]),)
+    if mat1.is_cuda and hasattr(torch, "_scaled_grouped_mm"):
+        return (_scaled_on_cuda(mat1, mat2, offsets, options).to(dt.to_torch(expr.output.dtype)),)
     # A scale of the rank of its matrix divides as the matrix does; one of higher rank (the
     # 2-D x 2-D form) holds one scale per group.
     scales1, scales2 = (
@@ -252,6 +256,20 @@ def _grouped_mm(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any
         for a, b, s1, s2 in zip(ones, twos, scales1, scales2)
     ]
     return (join(products).to(torch.bfloat16).to(dt.to_torch(expr.output.dtype)),)
+
+
+def _scaled_on_cuda(mat1: Tensor, mat2: Tensor, offsets: Tensor, options: dict) -> Tensor:
+    """torch._scaled_grouped_mm as nvFuser calls it: k the fastest dimension of both operands;
+    the 2-D x 2-D form's scales ([g, m, 1], [g, 1, n]) flattened, group dimension slowest;
+    the others' k dimension squeezed out. Its output is BFloat16."""
+    scale1, scale2 = options["scale1"], options["scale2"]
+    if mat1.dim() == 2 and mat2.dim() == 2:
+        scale1, scale2 = scale1.reshape(-1), scale2.reshape(-1)
+    else:
+        scale1, scale2 = scale1.squeeze(-1), scale2.squeeze(-2)
+    return torch._scaled_grouped_mm(
+        mat1.contiguous(), mat2.transpose(-1, -2).contiguous().transpose(-1, -2),
+        scale1, scale2, offsets, None, None, torch.bfloat16)
 
 
 def _split(sizes: list[int], dim: int):
