@@ -77,18 +77,22 @@ def joins(exprs: Sequence[Expr], outputs: Sequence[FusionOutput],
 
 
 def script_ops(exprs: Sequence[Expr], outputs: Sequence[FusionOutput],
-               aliases: Mapping[int, Val] | None = None) -> list[str]:
-    """The ops a rebuilt script of ``exprs`` calls, in order, a joined group as its one call."""
+               aliases: Mapping[int, Val] | None = None, reshaped: Sequence[int] = ()) -> list[str]:
+    """The ops a rebuilt script of ``exprs`` calls, in order, a joined group as its one call
+    (``reshaped``: permutes written as reshapes)."""
     found = joins(exprs, outputs, aliases or {})
     return [
-        found.calls[e.uid][0] if e.uid in found.calls else e.op.value
+        found.calls[e.uid][0] if e.uid in found.calls else
+        "reshape" if e.uid in reshaped else e.op.value
         for e in exprs
         if any(isinstance(o, TensorView) for o in e.outputs) and e.uid not in found.skipped
     ]
 
 
-def replay_call(replay: Any, name: str, first: Expr, last: Expr) -> Any:
+def replay_call(replay: Any, name: str, first: Expr, last: Any) -> Any:
     """The frontend call (``rebuild._Replay``'s ops) that makes the group ``first``..``last``."""
+    if name == "reshape":  # a permute written as a reshape: ``last`` is the new shape
+        return replay.ops.reshape(replay.val(first.inputs[0]), new_shape=last)
     if name == "broadcast_in_dim":
         flags = first.attr("is_broadcast_dim")
         return replay.ops.broadcast_in_dim(

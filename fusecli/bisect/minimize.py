@@ -12,9 +12,10 @@
    value (the same values, the view's strides: a stride order for a permute, stride 0 in
    nvFuser's expanded form for an expand, a gapped buffer's gaps), where step 1's removal of
    one link of ``permute(reshape(x))`` leaves a view of a new input or a new output and feeds
-   a removed op's result dense (``fusecli.bisect.fold``); then step 1 again while these
-   remove something: a failure that needs the chain's two ends (a reshape feeding a cat
-   through casts and arithmetic) keeps its ends alone;
+   a removed op's result dense (``fusecli.bisect.fold``); then permutes of size-1 dimensions
+   written as reshapes and reshapes only reshapes read collapsed (``fusecli.bisect.views``);
+   then step 1 again while these remove something: a failure that needs the chain's two ends
+   (a reshape feeding a cat through casts and arithmetic) keeps its ends alone;
 3. ddmin over the outputs left, then the exprs no output needs are dropped; inputs nothing
    reads are never declared;
 4. shrinking of input sizes.
@@ -30,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from fusecli.bisect import views
 from fusecli.bisect.ddmin import Budget, ddmin
 from fusecli.bisect.oracle import Oracle
 from fusecli.bisect.prober import Prober, stop_on_signals
@@ -101,6 +103,8 @@ def _minimize(
             simpler = _merge(slicer, simpler, prober, tracker, width)
         if not prober.out_of_budget:
             simpler = _fold(slicer, simpler, prober, tracker, width)
+        if not prober.out_of_budget:
+            simpler = _collapse_views(slicer, simpler, prober, tracker, width)
         if simpler == selection:
             break
         selection = simpler
@@ -168,6 +172,25 @@ def _fold(
         tracker.update("fold", f"{len(candidates)} ops only view an input")
     return _replace_many(selection, candidates, slicer.fold, prober, width, "fold",
                          "views folded into inputs")
+
+
+def _collapse_views(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
+) -> Selection:
+    """``selection`` with its permutes of size-1 dimensions written as reshapes, then its
+    reshapes that only reshapes read bypassed, as far as the failure allows (``views``)."""
+    candidates = views.reshapeable(slicer, selection)
+    if candidates:
+        tracker.update("views", f"{len(candidates)} permutes move only size-1 dimensions")
+    selection = _replace_many(selection, candidates, views.as_reshape, prober, width, "views",
+                              "permutes written as reshapes")
+    if prober.out_of_budget:
+        return selection
+    pairs = views.collapsible(slicer, selection)
+    if pairs:
+        tracker.update("views", f"{len(pairs)} reshapes only reshapes read")
+    return _replace_many(selection, pairs, slicer.bypass, prober, width, "views",
+                         "reshapes of reshapes collapsed")
 
 
 def _common_subexpressions(

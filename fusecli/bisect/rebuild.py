@@ -1,15 +1,13 @@
 """Rebuilding a FusionDefinition from IR exprs: how bisect makes a smaller fusion that runs alone.
 
-``rebuild`` replays some of a fusion's exprs through the public frontend API (``define_tensor``,
-``define_scalar``, ``fd.ops.*``, ``add_output``), one table entry per op. The result is a
-definition like any user's: validated as it is built, with records, so it prints as an nvFuser
-repro and converts to YAML. Values that the replayed exprs read but do not compute become inputs
-of the new fusion, declared as ``fusecli.bisect.declare`` says.
-
-``extents`` substitutes static sizes (512 -> 64) in input declarations and in shape arguments
-(``expand``, ``reshape``, ``full``, random shapes): that is how shrinking makes inputs smaller
-without touching the ops. Slice bounds, pad widths and iota lengths are left alone; a fusion
-that no longer fits them fails to rebuild, and shrinking tries something else.
+``rebuild`` replays some of a fusion's exprs through the public frontend API, one table entry
+per op (a group one call made, as that call: ``bisect.joined``): a definition like any user's,
+validated as it is built, with records, so it prints as an nvFuser repro and converts to YAML.
+Values the replayed exprs read but do not compute become inputs (``bisect.declare``).
+``extents`` substitutes static sizes (512 -> 64) in input declarations and shape arguments
+(``expand``, ``reshape``, ``full``, random shapes): how shrinking makes inputs smaller without
+touching the ops. Slice bounds, pad widths and iota lengths are left alone; a fusion that no
+longer fits them fails to rebuild, and shrinking tries something else.
 """
 
 from __future__ import annotations
@@ -107,15 +105,12 @@ def _reduction(r: _Replay, e: Expr) -> Any:
     # The IR reduction's operand already has the accumulation dtype, and keepdim is a
     # separate broadcast expr: replay without either.
     return getattr(r.ops, e.op.value)(
-        r.val(e.inputs[0]), dims=list(e.attr("dims")), keepdim=False, dtype=DataType.Null
-    )
+        r.val(e.inputs[0]), dims=list(e.attr("dims")), keepdim=False, dtype=DataType.Null)
 
 
 def _variance(r: _Replay, e: Expr) -> Any:
-    return getattr(r.ops, e.op.value)(
-        r.val(e.inputs[0]), dims=list(e.attr("dims")), correction=e.attr("correction"),
-        keepdim=False,
-    )
+    return getattr(r.ops, e.op.value)(r.val(e.inputs[0]), dims=list(e.attr("dims")),
+                                      correction=e.attr("correction"), keepdim=False)
 
 
 def _welford(r: _Replay, e: Expr) -> Any:
@@ -342,13 +337,15 @@ def rebuild(
     declared: frozenset[int] = frozenset(),
     extents: Mapping[int, int] | None = None,
     aliases: Mapping[int, Val] | None = None,
+    reshaped: Mapping[int, list[int]] | None = None,
 ) -> FusionDefinition:
     """A new definition: ``inputs`` (in order), ``exprs`` replayed in order, ``outputs``.
 
     ``examples`` gives an example value per input uid (how intermediates are declared);
     ``declared`` names the inputs that keep their original declaration; ``aliases`` maps a
     bypassed value's uid to the value read in its place (its results may then have other
-    dtypes than the IR's, as ``mul(cast(a), b)`` does without the cast). Raises RebuildError,
+    dtypes than the IR's, as ``mul(cast(a), b)`` does without the cast); ``reshaped``: permutes
+    written as a reshape to that shape (``bisect.views``). Raises RebuildError,
     or the frontend's DefinitionError / TypeError when the replayed definition is invalid.
     """
     extents = dict(extents or {})
@@ -362,6 +359,8 @@ def rebuild(
         grouped = joins(exprs, outputs, replay.aliases)
         for expr in exprs:  # a group's first exprs go with its last, as one call (``joined``)
             call = grouped.calls.get(expr.uid)
+            if expr.uid in (reshaped or {}):  # a permute of size-1 dims (``views``)
+                call = ("reshape", expr, [extents.get(n, n) for n in reshaped[expr.uid]])
             if call is not None or expr.uid not in grouped.skipped:
                 _check_replay(replay, expr, replay_call(replay, *call) if call else _rule(expr)(
                     replay, expr))

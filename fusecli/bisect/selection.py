@@ -38,6 +38,7 @@ class Selection:
     extents: tuple[tuple[int, int], ...] = ()  # (old size, new size)
     bypass: tuple[tuple[int, int], ...] = ()  # (value uid, operand uid read in its place)
     folded: tuple[int, ...] = ()  # uids of view results fed as views of an input (``fold``)
+    as_reshape: tuple[int, ...] = ()  # uids of permutes written as reshapes (``views``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +294,9 @@ class Slicer:
         declared = frozenset(v.uid for v in self.fusion.inputs)
         try:
             fd = rebuild(exprs, inputs, outputs, examples, declared=declared, extents=extents,
-                         aliases=self.aliases(selection))
+                         aliases=self.aliases(selection), reshaped={
+                             e.uid: list(self.values[e.outputs[0].uid].shape) for e in exprs
+                             if e.uid in selection.as_reshape})
         except (ValueError, TypeError, KeyError, FusecliError) as error:
             raise BuildError(f"{type(error).__name__}: {error}") from error
         loaded = LoadedFusion(
@@ -301,7 +304,7 @@ class Slicer:
             inputs=[examples[v.uid] for v in inputs], line=None, source_kind="python",
             notices=self.loaded.notices,
         )
-        ops = script_ops(exprs, outputs, self.aliases(selection))
+        ops = script_ops(exprs, outputs, self.aliases(selection), selection.as_reshape)
         return Piece(selection, tuple(exprs), tuple(inputs), tuple(outputs), loaded, ops)
 
     def _fed(self, value: Val, selection: Selection, extents: dict[int, int]) -> object:
