@@ -226,11 +226,12 @@ def test_results_are_the_same_every_run_and_the_counter_ends_at_zero() -> None:
     fusion, inputs = layer_norm_backward(500, 200, torch.float32)
     segmented = segment_fusion(fusion, inputs)
     (segment,) = [s for s in segmented.segments if s.scheduler == "inner_outer_persistent"]
-    kernel = generate(segment, RuntimeInfo(segmented.fusion, inputs), inputs)
+    known = {v.uid: x for v, x in zip(segmented.fusion.inputs, inputs)}
+    kernel = generate(segment, RuntimeInfo(segmented.fusion, inputs),
+                      [known[v.uid] for v in segment.inputs])
     assert isinstance(kernel, Kernel) and kernel.grid[0] > 1
     ctx = ExecutionContext.for_fusion(segmented.fusion, device="cpu", faults=frozenset(),
                                       extents=bind_inputs(segmented.fusion, inputs).extents)
-    known = {v.uid: x for v, x in zip(segment.inputs, inputs)}
     kept: dict[str, torch.Tensor] = {}
     results = []
     for _ in range(3):

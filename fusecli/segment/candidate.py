@@ -29,6 +29,7 @@ from fusecli.ir.nodes import (
 )
 from fusecli.ir.ops_resize import slice_lengths
 from fusecli.ir.optype import OpKind, OpType
+from fusecli.ir.order import walk_positions
 from fusecli.segment.dims import DimGraph
 
 T = TypeVar("T")
@@ -45,7 +46,7 @@ class FusionGraph:
         self.runtime = runtime
         self._infer_allocation = infer_allocation and runtime is not None
         self._allocation: dict[int, tuple[int, ...]] | None = None
-        self.position = {expr.uid: index for index, expr in enumerate(fusion.exprs)}
+        self.position = _walk_positions(fusion)
         self.input_uids = {v.uid for v in fusion.inputs}
         self.output_uids = {o.value.uid for o in fusion.outputs}
         self.producer: dict[int, Expr] = {}
@@ -186,7 +187,7 @@ _INTEGER_SCALAR_OPS: dict[OpType, Callable[..., int]] = {
 
 @dataclass(eq=False)  # not slots: cached_property needs __dict__
 class Candidate:
-    """Exprs considered as one kernel, in the fusion's topological order."""
+    """Exprs considered as one kernel, in nvFuser's walk order of the fusion (topological)."""
 
     graph: FusionGraph
     exprs: tuple[Expr, ...]
@@ -329,6 +330,17 @@ class Candidate:
 
     def describe(self) -> str:
         return ", ".join(e.op.value for e in self.exprs)
+
+
+def _walk_positions(fusion: Fusion) -> dict[int, int]:
+    """Each expr's place in nvFuser's ``Fusion::exprs()`` walk (``ir.order``), not in the
+    order the definition wrote them: nvFuser's analyses of a segment (its tensors, persistent
+    buffers and reductions, in ``allTvs`` order) walk the fusion from its outputs, so a
+    definition printed back in that order, as ``repr(fd)`` does, is the same fusion to them.
+    Exprs the walk does not reach (dead code) follow, in definition order."""
+    walk = walk_positions(fusion)
+    return {expr.uid: walk.get(expr.uid, len(walk) + index)
+            for index, expr in enumerate(fusion.exprs)}
 
 
 def vector_values(vector: Vector) -> list[Scalar]:

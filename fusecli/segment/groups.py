@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusecli.ir.nodes import Expr, TensorView
-from fusecli.ir.order import walk_positions
 from fusecli.segment.candidate import FusionGraph
 
 
@@ -35,7 +34,7 @@ class GroupGraph:
         self._producer_cache: dict[int, Edges] = {}
         self._consumer_cache: dict[int, Edges] = {}
         # nvFuser makes its first groups and their edges in its exprs() order
-        self.walk = walk_positions(graph.fusion)
+        self.walk = graph.position
 
     def in_walk_order(self, exprs: list[Expr]) -> list[Expr]:
         """``exprs`` in nvFuser's exprs() order (``ir.order``), where its first groups come."""

@@ -30,6 +30,7 @@ from fusecli.ir.optype import OpKind, OpType
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.heuristics import itemsize
 from fusecli.segment.schedulers import common
+from fusecli.segment.schedulers.persistence import holds_unmappable_dim
 
 if TYPE_CHECKING:
     from fusecli.segment.rules import ScheduleContext
@@ -67,8 +68,10 @@ def projected_bytes(candidate: Candidate, ctx: ScheduleContext) -> int | None:
 
 
 def projected_sources(candidate: Candidate) -> list[TensorView] | None:
-    """The segment inputs the persistent buffers are computed from, each once; None where
-    one cannot be recomputed from them (a reshape in the segment, a reduction on the way)."""
+    """The segment inputs the persistent buffers are computed from, each once, that hold a
+    dimension the buffers hold across a reduction (an [N, 1] input is read again, not held);
+    None where a buffer cannot be recomputed from them (a reshape in the segment, a reduction
+    on the way)."""
     if OpType.reshape in candidate.ops:
         return None
     sources: dict[int, TensorView] = {}
@@ -76,7 +79,7 @@ def projected_sources(candidate: Candidate) -> list[TensorView] | None:
         found = common.segment_inputs_of(candidate, buffer, through_reductions=False)
         if found is None:
             return None
-        sources.update((t.uid, t) for t in found)
+        sources.update((t.uid, t) for t in found if holds_unmappable_dim(candidate, t))
     return list(sources.values())
 
 

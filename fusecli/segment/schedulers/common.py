@@ -16,6 +16,7 @@ from fusecli.segment.candidate import Candidate
 from fusecli.segment.dims import self_mapped
 from fusecli.segment.reasons import Reason, Rejection
 from fusecli.segment.schedulers import reshapes
+from fusecli.segment.schedulers.persistence import persistent_buffers as persistent_buffers
 
 if TYPE_CHECKING:
     from fusecli.segment.rules import ScheduleContext
@@ -248,56 +249,6 @@ def reduction_type(candidate: Candidate) -> str | None:
     if not any(inner):
         return "outer_persistent"
     return "inner_outer_persistent"
-
-
-def persistent_buffers(candidate: Candidate) -> list[TensorView]:
-    """Tensors a kernel must keep on chip across a reduction: read before it and after it.
-
-    A tensor X is persistent when one of its uses leads to a reduction R and another use
-    depends on R (x in x * rsqrt(mean(x * x))) or feeds pointwise ops that meet R's result
-    (UnmappableReductionDomains, csrc/logical_domain_map.cpp: an input read by two privatized
-    casts, privatize.py). Reduction reachability is a bitmask per expr: linear passes.
-    """
-    return candidate.memo("persistent_buffers", _persistent_buffers)
-
-
-def _persistent_buffers(candidate: Candidate) -> list[TensorView]:
-    exprs = candidate.exprs
-    bit = {e.uid: 1 << i for i, e in enumerate(candidate.reduction_exprs)}
-    if not bit:
-        return []
-    leads_to: dict[int, int] = {}  # expr uid -> reductions reachable from it (itself included)
-    for expr in reversed(exprs):
-        mask = bit.get(expr.uid, 0)
-        for out in expr.outputs:
-            for consumer in candidate.uses_inside(out):
-                mask |= leads_to.get(consumer.uid, 0)
-        leads_to[expr.uid] = mask
-    after: dict[int, int] = {}  # expr uid -> reductions it depends on (itself excluded)
-    produced_after: dict[int, int] = {}  # value uid -> reductions it depends on (incl. producer)
-    for expr in exprs:
-        mask = 0
-        for value in expr.inputs:
-            mask |= produced_after.get(value.uid, 0)
-        after[expr.uid] = mask
-        for out in expr.outputs:
-            produced_after[out.uid] = mask | bit.get(expr.uid, 0)
-    meets: dict[int, int] = {}  # expr uid -> reductions met by it or the pointwise ops after it
-    for expr in reversed(exprs):
-        meets[expr.uid] = after[expr.uid]
-        for consumer in (c for out in expr.outputs for c in candidate.uses_inside(out)):
-            meets[expr.uid] |= 0 if bit.keys() & {expr.uid, consumer.uid} else meets[consumer.uid]
-    buffers: list[TensorView] = []
-    for value in candidate.tensors:
-        uses = candidate.uses_inside(value)
-        if len(uses) < 2 or all(d.is_broadcast for d in value.logical):
-            continue
-        reaching = 0
-        for use in uses:
-            reaching |= leads_to[use.uid]
-        if any(meets[use.uid] & reaching for use in uses):
-            buffers.append(value)
-    return buffers
 
 
 def reduction_row(candidate: Candidate, ctx: ScheduleContext) -> int | None:

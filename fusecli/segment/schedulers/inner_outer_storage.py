@@ -76,7 +76,8 @@ def storage(candidate: Candidate, ctx: ScheduleContext, vectorize: int) -> Stora
     registers, shared = sum(partials), sum(rounded)
     fits = registers <= REGISTERS_56K and shared <= available
     if not fits and registers <= REGISTERS_56K:
-        for size, smem in zip(sizes, rounded):
+        for index in _register_order(candidate, inner, buffers):
+            size, smem = sizes[index], rounded[index]
             registers, shared = registers + size, shared - smem
             if registers <= REGISTERS_56K and shared <= available:
                 fits = True
@@ -94,18 +95,42 @@ def _buffers(candidate: Candidate, inner: Expr) -> list[TensorView]:
     projected = buffer_sizes.projected_sources(candidate)
     if projected is None:
         return buffers
-    if _has_outer_broadcast(candidate, inner):
+    if _outer_broadcasts(candidate, inner):
         return projected
     smaller = sum(map(itemsize, projected)) < sum(map(itemsize, buffers))
     return projected if smaller else buffers
 
 
-def _has_outer_broadcast(candidate: Candidate, inner: Expr) -> bool:
-    """A broadcast whose flags are the inner reduction's iteration dimensions
+def _outer_broadcasts(candidate: Candidate, inner: Expr) -> list[TensorView]:
+    """Broadcasts whose flags are the inner reduction's iteration dimensions
     (getOuterBroadcastTvs)."""
     mask = tuple(not d.is_reduction for d in inner.tensor_outputs()[0].domain)
-    return any(e.op is OpType.broadcast and tuple(e.attr("is_broadcast_dim")) == mask
-               for e in candidate.exprs)
+    return [e.tensor_outputs()[0] for e in candidate.exprs
+            if e.op is OpType.broadcast and tuple(e.attr("is_broadcast_dim")) == mask]
+
+
+def _register_order(candidate: Candidate, inner: Expr, buffers: list[TensorView]) -> list[int]:
+    """The order buffers move from shared memory to registers (sortProjectableBufferInputs):
+    those no outer broadcast tensor is computed from first, each part in its own order."""
+    feeding: set[int] = set()
+    for tensor in _outer_broadcasts(candidate, inner):
+        feeding |= _computed_from(candidate, tensor)
+    return sorted(range(len(buffers)), key=lambda index: buffers[index].uid in feeding)
+
+
+def _computed_from(candidate: Candidate, tensor: TensorView) -> set[int]:
+    """Uids of the tensors ``tensor`` is computed from in the segment, itself included."""
+    found: set[int] = set()
+    stack = [tensor]
+    while stack:
+        value = stack.pop()
+        if value.uid in found:
+            continue
+        found.add(value.uid)
+        producer = candidate.definition(value)
+        if producer is not None and candidate.contains(producer):
+            stack.extend(producer.tensor_inputs())
+    return found
 
 
 def _iteration_bytes(expr: Expr, ctx: ScheduleContext) -> int | None:
