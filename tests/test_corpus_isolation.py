@@ -168,3 +168,19 @@ def test_a_worker_can_set_nvfusers_dlopen_flags_before_torch_loads():
     """nvFuser's wheel loads only when the flags are set before torch is first imported."""
     check = "import sys, fusecli.app.worker; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", check], check=True, timeout=60)
+
+
+def test_a_script_run_alone_finds_the_modules_a_relative_pythonpath_names(tmp_path, monkeypatch):
+    """A plain repro runs in its own folder; ``PYTHONPATH=tests/standin`` as the user typed it
+    (relative to where fusecli was started) still names the same folder for it."""
+    from fusecli.app.attribution import run_script
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "here_only.py").write_text("VALUE = 7\n", encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    script = tmp_path / "elsewhere" / "repro.py"
+    script.write_text("import here_only\nprint(here_only.VALUE)\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "lib")
+    run = run_script(script, timeout=60)
+    assert run.status == "pass" and run.stdout.strip() == "7"

@@ -64,7 +64,7 @@ def run_script(path: Path, timeout: float | None, env: dict[str, str] | None = N
     process = subprocess.Popen(
         [sys.executable, path.name], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True, cwd=path.parent,
-        env=None if env is None else {**os.environ, **env},
+        env=_child_environment(env or {}),
     )
     hung = False
     try:
@@ -80,6 +80,18 @@ def run_script(path: Path, timeout: float | None, env: dict[str, str] | None = N
     status = "hang" if hung else "pass" if code == 0 else "died" if code < 0 else "crash"
     return ScriptRun(status, None if hung else code, stdout.decode("utf-8", "replace"),
                      stderr.decode("utf-8", "replace"), time.perf_counter() - started)
+
+
+def _child_environment(extra: dict[str, str]) -> dict[str, str]:
+    """This process's environment and ``extra``, with PYTHONPATH's entries made absolute
+    against this process's folder: the child runs in the script's folder, where a relative
+    entry (``PYTHONPATH=tests/standin``) would name another place."""
+    environment = {**os.environ, **extra}
+    entries = environment.get("PYTHONPATH")
+    if entries:
+        environment["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(entry) if entry else os.getcwd() for entry in entries.split(os.pathsep))
+    return environment
 
 
 def run_alone(script: str, timeout: float | None) -> ScriptRun:
