@@ -19,9 +19,9 @@ from typing import Any
 
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, FusionOutput, TensorView, Val
+from fusecli.ir.ops_reduction import TRIVIAL
 from fusecli.ir.optype import OpType
 
-TRIVIAL = "trivial_reduction"  # the squeeze's attr: (op, dims, dtype) of the call it opens
 _KEEPDIM = (OpType.sum, OpType.prod, OpType.max, OpType.min, OpType.var)  # keepdim=True
 _OPENERS = (OpType.broadcast, OpType.squeeze, *_KEEPDIM)
 
@@ -35,12 +35,18 @@ class Joins:
     calls: dict[int, tuple[str, Expr, Expr]] = field(default_factory=dict)  # name, first, last
 
 
-def joins(exprs: Sequence[Expr], outputs: Sequence[FusionOutput],
-          aliases: Mapping[int, Val]) -> Joins:
+def readers_of(exprs: Sequence[Expr], aliases: Mapping[int, Val]) -> dict[int, list[Expr]]:
+    """The exprs of ``exprs`` that read each value (by uid), bypasses followed."""
     readers: dict[int, list[Expr]] = {}
     for expr in exprs:
         for value in expr.inputs:
             readers.setdefault(aliases.get(value.uid, value).uid, []).append(expr)
+    return readers
+
+
+def joins(exprs: Sequence[Expr], outputs: Sequence[FusionOutput],
+          aliases: Mapping[int, Val]) -> Joins:
+    readers = readers_of(exprs, aliases)
     written = {aliases.get(o.value.uid, o.value).uid for o in outputs}
 
     def only_reader(expr: Expr) -> Expr | None:

@@ -292,9 +292,10 @@ class Slicer:
         extents = dict(selection.extents)
         examples = {v.uid: self._fed(v, selection, extents) for v in inputs}
         declared = frozenset(v.uid for v in self.fusion.inputs)
+        aliases = self.aliases(selection)
         try:
             fd = rebuild(exprs, inputs, outputs, examples, declared=declared, extents=extents,
-                         aliases=self.aliases(selection), reshaped={
+                         aliases=aliases, reshaped={
                              e.uid: list(self.values[e.outputs[0].uid].shape) for e in exprs
                              if e.uid in selection.as_reshape})
         except (ValueError, TypeError, KeyError, FusecliError) as error:
@@ -304,7 +305,7 @@ class Slicer:
             inputs=[examples[v.uid] for v in inputs], line=None, source_kind="python",
             notices=self.loaded.notices,
         )
-        ops = script_ops(exprs, outputs, self.aliases(selection), selection.as_reshape)
+        ops = script_ops(exprs, outputs, aliases, selection.as_reshape)
         return Piece(selection, tuple(exprs), tuple(inputs), tuple(outputs), loaded, ops)
 
     def _fed(self, value: Val, selection: Selection, extents: dict[int, int]) -> object:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from fusecli.bisect.joined import readers_of
 from fusecli.ir.nodes import Expr, TensorView
 from fusecli.ir.optype import OpType
 
@@ -22,15 +23,10 @@ if TYPE_CHECKING:
     from fusecli.bisect.selection import Selection, Slicer
 
 
-def keeps_order(slicer: Slicer, expr: Expr) -> bool:
-    """A reshape, or a permute of a recorded value that moves only size-1 dimensions."""
-    if expr.op is OpType.reshape:
-        return True
-    if expr.op is not OpType.permute:
-        return False
+def moves_only_size_1(slicer: Slicer, expr: Expr) -> bool:
+    """Whether a permute moves only size-1 dimensions of its operand (as the reference
+    recorded it, the fusion's inputs included)."""
     operand = slicer.values.get(expr.inputs[0].uid)
-    if operand is None and expr.inputs[0] in slicer.fusion.inputs:
-        operand = slicer.example(expr.inputs[0], {})
     if not isinstance(operand, torch.Tensor):
         return False
     moved = [axis for axis in expr.attr("dims") if operand.shape[axis] != 1]
@@ -40,7 +36,7 @@ def keeps_order(slicer: Slicer, expr: Expr) -> bool:
 def reshapeable(slicer: Slicer, selection: Selection) -> list[int]:
     """The kept permutes that move only size-1 dimensions and are not written as a reshape."""
     return [e.uid for e in slicer.units if e.uid in selection.exprs and e.op is OpType.permute
-            and e.uid not in selection.as_reshape and keeps_order(slicer, e)]
+            and e.uid not in selection.as_reshape and moves_only_size_1(slicer, e)]
 
 
 def as_reshape(selection: Selection, uids: list[int]) -> Selection:
@@ -54,10 +50,7 @@ def collapsible(slicer: Slicer, selection: Selection) -> list[tuple[int, int]]:
     kept = [e for e in slicer.units if e.uid in selection.exprs]
     aliases = slicer.aliases(selection)
     outputs = set(slicer.output_uids(selection))
-    readers: dict[int, list[Expr]] = {}
-    for expr in kept:
-        for value in expr.inputs:
-            readers.setdefault(aliases.get(value.uid, value).uid, []).append(expr)
+    readers = readers_of(kept, aliases)
     found = []
     for expr in kept:
         if expr.op is OpType.permute and expr.uid not in selection.as_reshape:

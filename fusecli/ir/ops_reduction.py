@@ -19,7 +19,7 @@ from fusecli.ir.builder import (
     normalize_dims,
 )
 from fusecli.ir.dtype import DataType
-from fusecli.ir.nodes import Expr, IterDomain, Scalar, TensorView
+from fusecli.ir.nodes import IterDomain, Scalar, TensorView
 from fusecli.ir.ops_elementwise import cast, elementwise
 from fusecli.ir.ops_other import size
 from fusecli.ir.ops_shape import broadcast, set_op, squeeze
@@ -43,6 +43,9 @@ def _normalize_reduction_dims(op: str, arg: TensorView, dims: Sequence[int] | No
     if dims is None:
         return tuple(range(arg.ndim))
     return tuple(sorted(normalize_dims(op, dims, arg.ndim)))
+
+
+TRIVIAL = "trivial_reduction"  # a squeeze's attr: (op, dims, dtype) of the reduction it opens
 
 
 def _keepdim(b: FusionBuilder, out: TensorView, dims: Sequence[int], keepdim: bool) -> TensorView:
@@ -89,13 +92,11 @@ def _trivial_reduction(
         size(b, arg, axis) for axis in squeezed_dims
         if arg.logical[axis].expanded is not None and op in (OpType.sum, OpType.prod)
     ]
-    squeezed = squeeze(b, arg, squeezed_dims, squeeze_expanded=True)
     remaining = [axis - sum(1 for s in squeezed_dims if s < axis)
                  for axis in dims if axis not in squeezed_dims]
-    if remaining and not factors and not keepdim:  # one call in a script (bisect.joined)
-        opened = b.exprs[-1]
-        b.exprs[-1] = Expr(opened.op, opened.inputs, opened.outputs, {
-            **opened.attrs, "trivial_reduction": (op.value, tuple(dims), dtype)}, uid=opened.uid)
+    opens = remaining and not factors and not keepdim  # one call in a script (bisect.joined)
+    squeezed = squeeze(b, arg, squeezed_dims, squeeze_expanded=True,
+                       **({TRIVIAL: (op.value, tuple(dims), dtype)} if opens else {}))
     if remaining:
         out = _reduce(b, op, squeezed, remaining, keepdim, dtype)
     else:

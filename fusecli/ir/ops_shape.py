@@ -154,8 +154,10 @@ def permute(b: FusionBuilder, arg: TensorView, dims: Sequence[int]) -> TensorVie
 
 
 def squeeze(
-    b: FusionBuilder, arg: TensorView, dims: Sequence[int], squeeze_expanded: bool = False
+    b: FusionBuilder, arg: TensorView, dims: Sequence[int], squeeze_expanded: bool = False,
+    **tags: object,
 ) -> TensorView:
+    """``tags``: attrs the expr carries besides its own (``ops_reduction.TRIVIAL``)."""
     if len(dims) > arg.ndim:
         raise DefinitionError(
             "squeeze",
@@ -178,7 +180,8 @@ def squeeze(
             )
     kept = [d for axis, d in enumerate(copy_domain(arg.logical)) if axis not in dims]
     out = TensorView(dtype=arg.dtype, domain=tuple(kept))
-    b.emit(OpType.squeeze, [arg], [out], dims=dims, squeeze_expanded=bool(squeeze_expanded))
+    b.emit(OpType.squeeze, [arg], [out], dims=dims, squeeze_expanded=bool(squeeze_expanded),
+           **tags)
     return out
 
 
