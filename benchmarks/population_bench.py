@@ -18,6 +18,7 @@ import json
 import math
 import statistics
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ class Result:
     name: str
     summary: str
     ms: dict[str, float | None] = field(default_factory=dict)  # per engine
+    host_us: dict[str, float | None] = field(default_factory=dict)  # host time of a call
     moved_bytes: int = 0
     segments: list[str] = field(default_factory=list)  # "pointwise on cupy", ...
     fallbacks: list[str] = field(default_factory=list)
@@ -127,6 +129,9 @@ def measure(member: Member, nvfuser: Any, args: Any) -> Result:
     timed = tools.interleaved_ms(runs, args.iters)
     result.ms["fusecli"] = timed[0]
     result.ms["nvfuser"] = timed[1] if nv_fd else None
+    hosted = host_ms(runs, args.iters)
+    result.host_us["fusecli"] = 1e3 * hosted[0]
+    result.host_us["nvfuser"] = 1e3 * hosted[1] if nv_fd else None
 
     def eager(*tensors):
         return run_reference(fd.fusion, list(tensors)).outputs
@@ -141,6 +146,21 @@ def measure(member: Member, nvfuser: Any, args: Any) -> Result:
             result.note = "; ".join(filter(None, [result.note,
                                                   f"torch.compile: {_first_line(error)}"]))
     return result
+
+
+def host_ms(runs: list[Any], iters: int) -> list[float]:
+    """Each run's median host time of one warm call started on an idle device (the time until
+    ``fd.execute`` returns, its launches queued, not waited for), the runs taking turns: the
+    part of the CUDA-event time that is not the kernels'."""
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(iters):
+        for run, kept in zip(runs, times):
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            run()
+            kept.append((time.perf_counter() - started) * 1e3)
+    torch.cuda.synchronize()
+    return [statistics.median(kept) for kept in times]
 
 
 def _views(outputs: list[Any], inputs: list[Any]) -> int:
@@ -192,13 +212,20 @@ def print_report(results: list[Result], worst: list[Result], args: Any) -> None:
             f"{label} {value:.2f}" for label, value in _quantiles(ratios)))
         print("histogram: " + "  ".join(
             f"{label}: {count}" for label, count in _histogram(ratios)))
+        both = [r for r in results if r.host_us.get("fusecli") and r.host_us.get("nvfuser")]
+        if both:
+            print("host time of a warm call (median over fusions, us): fusecli "
+                  f"{statistics.median(r.host_us['fusecli'] for r in both):.1f}, nvFuser "
+                  f"{statistics.median(r.host_us['nvfuser'] for r in both):.1f}")
     columns = ["fusecli", "nvfuser", "eager"] + (["compile"] if args.compile else [])
     print(f"\n{'fusion':<30}" + "".join(f"{c + ' ms':>12}" for c in columns)
-          + f"{'ratio':>8}{'GB/s':>8}  segments")
+          + f"{'ratio':>8}{'GB/s':>8}{'host us':>14}  segments")
     for r in results:
         cells = "".join(f"{r.ms[c]:>12.3f}" if r.ms.get(c) else f"{'-':>12}" for c in columns)
         gbps = r.moved_bytes / r.ms["fusecli"] / 1e6 if r.ms.get("fusecli") else 0.0
-        print(f"{r.name[:30]:<30}{cells}{_ratio_text(r.ratio):>8}{gbps:>8.0f}  "
+        host = "/".join(f"{r.host_us[e]:.0f}" if r.host_us.get(e) else "-"
+                        for e in ("fusecli", "nvfuser"))
+        print(f"{r.name[:30]:<30}{cells}{_ratio_text(r.ratio):>8}{gbps:>8.0f}{host:>14}  "
               f"{', '.join(r.segments)}" + (f"  [{r.note}]" if r.note else ""))
     print(f"\nthe {len(worst)} worst")
     for r in worst:

@@ -207,6 +207,41 @@ def test_a_warm_call_retains_nothing(make) -> None:
     assert all(ref() is None for ref in refs)
 
 
+def _input_memory(tensor: torch.Tensor, inputs: list) -> int | None:
+    """Which input's memory ``tensor`` is in (its index), or None."""
+    pointer = tensor.untyped_storage().data_ptr()
+    return next((n for n, x in enumerate(flatten_inputs(inputs)) if isinstance(x, torch.Tensor)
+                 and x.untyped_storage().data_ptr() == pointer), None)
+
+
+def test_outputs_laid_out_again_are_made_by_the_plan_not_collected() -> None:
+    """An output the full run re-lays out (a cast of an expanded input: its expanded dimension
+    stays stride 0) or hands out twice is made by the replay itself, its layout decided once:
+    the same strides, a new tensor each call, the same tensor twice where the run gave one."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[64, 1], contiguity=[None, None], dtype=DataType.Int32)
+        y = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        half = fd.ops.cast(x, DataType.Half)
+        fd.add_output(half)
+        fd.add_output(half)
+        fd.add_output(fd.ops.permute(y, dims=[1, 0]))
+    x, y = torch.arange(1, dtype=torch.int32).reshape(1, 1).expand(64, 1), torch.randn(3, 5)
+    _, full = run_fusion(fd.fusion, [x, y])
+    earlier = None
+    for _ in range(3):
+        a, b, t = fd.execute([x, y])
+        assert a.stride() == full.outputs[0].stride() == (0, 1) and a.dtype is torch.half
+        assert a is b and torch.equal(a, x.half())
+        assert torch.equal(t, y.t()) and _input_memory(t, [x, y]) == 1  # a view, as nvFuser's
+        assert earlier is None or a.untyped_storage().data_ptr() != earlier
+        earlier = a.untyped_storage().data_ptr()
+    (run,) = _runs(fd.fusion).values()
+    from fusecli.runtime.outputs import collect_outputs
+
+    assert collect_outputs not in run.__call__.__globals__.values()
+    assert "= Z" in run.source
+
+
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_the_replay_of_every_corpus_fusion_equals_its_full_run(path: Path) -> None:
     """Each corpus fusion (fusions/, the nvFuser-shape corpus, the 2023 repros): the second
@@ -227,6 +262,7 @@ def test_the_replay_of_every_corpus_fusion_equals_its_full_run(path: Path) -> No
             if isinstance(want, torch.Tensor):
                 assert got.dtype == want.dtype and got.shape == want.shape
                 assert got.stride() == want.stride()
+                assert _input_memory(got, inputs) == _input_memory(want, inputs)
                 assert torch.equal(got, want) or torch.equal(got, want.to(got.dtype)) or (
                     got.is_floating_point() and ((got == want) | (got.isnan() & want.isnan())).all()
                 )

@@ -90,6 +90,11 @@ class _Buffers:
                 self.layouts[output.value.uid] = tuple(layout)
         self.owned = _Storages(self.inputs.values())
         self.handed: dict[int, Tensor] = {}
+        # how each handed tensor was made, for a warm replay (``collection_plan``): the tensor
+        # itself ("value", uid), an input ("input", uid) or materialized ("materialize", uid,
+        # layout, copy); None where it took a path a replay does not repeat (a view evaluated
+        # again from its root)
+        self.recipes: dict[int, tuple | None] = {}
 
     def output(self, output: FusionOutput) -> Tensor:
         tensor = output.value
@@ -97,8 +102,10 @@ class _Buffers:
             return self.buffer(tensor)
         value = value_of(tensor, self.env)
         layout = output.stride_order or _stride_order_op(self.fusion, tensor)
-        result = materialize(value, tensor, layout, self.owned.shares(value))
+        copy = self.owned.shares(value)
+        result = materialize(value, tensor, layout, copy)
         self.owned.add(result)
+        self.recipes.setdefault(id(result), ("materialize", tensor.uid, tuple(layout), copy))
         return result
 
     def buffer(self, tensor: TensorView) -> Tensor:
@@ -108,17 +115,22 @@ class _Buffers:
         if found is not None:
             return found
         if uid in self.inputs:
-            result = self.inputs[uid]
+            result, recipe = self.inputs[uid], ("input", uid)
         elif uid in allocations.reused:
-            result = self.inputs[allocations.reused[uid].uid]
+            source = allocations.reused[uid].uid
+            result, recipe = self.inputs[source], ("input", source)
         elif uid in allocations.evaluated:
             result = self._evaluated(tensor, allocations.evaluated[uid])
+            recipe = ("value", uid) if result is self.env.get(uid) else None
         else:
             value = value_of(tensor, self.env)
             layout = self.layouts.get(uid, ())
-            result = materialize(value, tensor, layout, self.owned.shares(value))
+            copy = self.owned.shares(value)
+            result = materialize(value, tensor, layout, copy)
+            recipe = ("materialize", uid, layout, copy)
         self.owned.add(result)
         self.handed[uid] = result
+        self.recipes.setdefault(id(result), recipe)
         return result
 
     def _evaluated(self, tensor: TensorView, how: Evaluated) -> Tensor:
@@ -136,6 +148,47 @@ class _Buffers:
         scratch[how.root.uid] = root
         _ATEN.run_exprs(how.chain, scratch, self.ctx)
         return scratch[tensor.uid]
+
+
+def collection_plan(
+    fusion: Fusion,
+    env: Mapping[int, object],
+    bindings: Bindings,
+    ctx: ExecutionContext,
+    allocations: OutputAllocations | None,
+) -> list[tuple] | None:
+    """How ``collect_outputs`` makes each visible output of this environment, as recipes a
+    warm replay repeats (``_Buffers.recipes``): the same decisions for the same input
+    signature, without the bookkeeping. None where a replay must collect as the full run
+    does: an output written into an input, a scalar output, a view evaluated again."""
+    if any(o.alias_input is not None or not isinstance(o.value, TensorView)
+           for o in fusion.outputs):
+        return None
+    buffers = _Buffers(fusion, env, bindings, ctx, allocations)
+    recipes = [buffers.recipes.get(id(buffers.output(o))) for o in fusion.outputs]
+    return None if any(r is None for r in recipes) else recipes
+
+
+def materializer(tensor: TensorView, value: Tensor, stride_order: Sequence[int],
+                 copy: bool) -> Any:
+    """``materialize`` for one output of one input signature, as a function of its value:
+    the expanded dimensions, the layout and the copy decided once."""
+    expanded = [axis for axis, domain in enumerate(tensor.logical)
+                if domain.is_broadcast and domain.expanded is not None]
+    cuts = [(axis, min(1, value.shape[axis])) for axis in expanded]
+    shape = tuple(value.shape)
+    order = tuple(stride_order)
+
+    def make(value: Tensor) -> Tensor:
+        base = value
+        for axis, length in cuts:
+            base = base.narrow(axis, 0, length)
+        laid = with_stride_order(base, order) if order else base.contiguous()
+        if copy and laid is base:
+            laid = laid.clone()
+        return laid.expand(shape) if cuts else laid
+
+    return make
 
 
 def _stride_order_op(fusion: Fusion, tensor: TensorView) -> tuple[int, ...]:

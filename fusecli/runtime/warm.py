@@ -169,12 +169,15 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     if program.with_env:
         program.lines.append("env = BASE.copy()")
         program.lines.extend(f"env[{v.uid}] = v{v.uid}" for v in read)
+    held = set(read_uids)  # the tensors the run holds as locals
     for step in steps:
         if step[0] == "kernel":
             _kernel_step(program, *step[1:])
+            held.update(uid for _, uid, *_ in step[2].outputs)
         else:
             _aten_step(program, step[1], step[2], env)
-    _collect(program, fusion, env, bindings, ctx, results, allocations)
+            held.update(out.uid for out in step[1].outputs if isinstance(out, TensorView))
+    _collect(program, fusion, env, bindings, ctx, results, allocations, held)
     body = "\n    ".join(line for line in program.lines if line)
     return WarmRun(f"def run(flat):\n    {body}\n", program.names)
 
@@ -281,11 +284,13 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
 
 
 def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: Any,
-             results: list[Any], allocations: Any) -> None:
+             results: list[Any], allocations: Any, held: set[int]) -> None:
     """Return the outputs' locals where the full run returned its values as they were (no
     alias written, no layout changed, none copied; an expanded output re-viewed as the same
-    view counts as it was); else collect as the full run does, in the same buffers (views of
-    the same tensors)."""
+    view counts as it was); else make each as the full run made it, its decisions taken once
+    (``outputs.collection_plan``: a layout, a copy, an input returned); else collect as the
+    full run does, in the same buffers (views of the same tensors). ``held``: the uids the
+    run holds as locals."""
     visible = [o for o in fusion.outputs if o.alias_input is None]
     plain = len(visible) == len(fusion.outputs) and len(results) == len(visible) and all(
         isinstance(o.value, TensorView) and o.value.uid in env
@@ -296,19 +301,66 @@ def _collect(program: _Program, fusion: Fusion, env: dict, bindings: Any, ctx: A
     if plain:
         program.lines.append(f"return [{', '.join(f'v{o.value.uid}' for o in visible)}]")
         return
+    made = _planned_collection(program, fusion, env, bindings, ctx, results, allocations, held)
+    if made is not None:
+        program.lines.extend(made)
+        return
     from fusecli.runtime.bind import Bindings
     from fusecli.runtime.outputs import collect_outputs
 
     if not program.with_env:
-        held = {v.uid for v in fusion.inputs if isinstance(v, TensorView)}
-        held |= {o.value.uid for o in fusion.outputs if isinstance(o.value, TensorView)}
-        held |= allocations.roots() if allocations is not None else frozenset()
-        program.lines.append(f"env = {{**BASE, {', '.join(f'{u}: v{u}' for u in held)}}}")
+        kept = {v.uid for v in fusion.inputs if isinstance(v, TensorView)}
+        kept |= {o.value.uid for o in fusion.outputs if isinstance(o.value, TensorView)}
+        kept |= allocations.roots() if allocations is not None else frozenset()
+        program.lines.append(f"env = {{**BASE, {', '.join(f'{u}: v{u}' for u in kept)}}}")
     extents, device = bindings.extents, bindings.device  # not the first call's tensors
     bound = program.name("B", lambda env: Bindings(env, extents, device))
     program.lines.append(
         f"return {program.name('O', collect_outputs)}({program.name('U', fusion)}, env, "
         f"{bound}(env), ctx, {program.name('M', allocations)})")
+
+
+def _planned_collection(program: _Program, fusion: Fusion, env: dict, bindings: Any,
+                        ctx: Any, results: list[Any], allocations: Any, held: set[int],
+                        ) -> list[str] | None:
+    """The lines that make the outputs by ``collection_plan``'s recipes, or None where there
+    is no plan or where its recipes, applied to the first call's values, do not give what
+    that call returned (same dtype, shape, strides and offset; the same tensor where it
+    returned one of its values, a tensor of its own where it copied)."""
+    from fusecli.runtime.outputs import collection_plan, materializer
+
+    recipes = collection_plan(fusion, env, bindings, ctx, allocations)
+    if recipes is None or len(recipes) != len(results):
+        return None
+    lines, names, made = [], [], {}
+    for output, recipe, result in zip(fusion.outputs, recipes, results):
+        kind, uid = recipe[0], recipe[1]
+        if uid not in held or not isinstance(env.get(uid), Tensor):
+            return None
+        if kind != "materialize":
+            if env[uid] is not result:
+                return None
+            names.append(f"v{uid}")
+            continue
+        if id(result) in made:  # the same tensor handed out twice
+            names.append(made[id(result)])
+            continue
+        make = materializer(output.value, env[uid], recipe[2], recipe[3])
+        again = make(env[uid])
+        if not _same_layout(again, result) or (
+                _same_view(again, env[uid]) != _same_view(result, env[uid])):
+            return None
+        name = f"r{len(made)}"
+        lines.append(f"{name} = {program.name('Z', make)}(v{uid})")
+        made[id(result)] = name
+        names.append(name)
+    lines.append(f"return [{', '.join(names)}]")
+    return lines
+
+
+def _same_layout(a: Any, b: Any) -> bool:
+    return (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype
+            and a.device == b.device and a.shape == b.shape and a.stride() == b.stride())
 
 
 def _same_view(value: Any, result: Any) -> bool:
