@@ -6,8 +6,11 @@ kernel segment its scheduler's params at its sizes and their variants (``variant
 generated and each distinct kernel timed alone (CUDA events, median of ``--iters``, outputs
 allocated once; none where its outputs differ from the default's). The JSON has every time and
 per (scheduler, size class) the variant of least geometric-mean time relative to the default,
-among those timed in every segment of the class: the table printed last, for heuristics to
-read (not done here). ``--dry-run``: meta tensors, every variant generated and NVRTC-compiled.
+among those timed in every segment of the class: the table printed last (``*``: chosen).
+``--write-table fusecli/segment/tuning.json``: the chosen variants as the table heuristics read
+(``fusecli/segment/tuning.py``, which says what is chosen), the measurements beside it. The
+default is always the heuristics' own (``Scheduler.heuristics``), never an earlier table's.
+``--dry-run``: meta tensors, every variant generated and NVRTC-compiled.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import json
 import math
 import statistics
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -34,116 +38,14 @@ from fusecli.runtime.kernel_modules import ModuleCache
 from fusecli.runtime.launch import Stream, kernel_arguments
 from fusecli.runtime.segmented import SegmentRunner
 from fusecli.segment import heuristics as h
+from fusecli.segment import tuning
 from fusecli.segment.result import Segment
 from fusecli.segment.schedulers import REGISTRY
 from fusecli.segment.segmenter import segment_fusion
+from fusecli.segment.variants import knobs, label, size_class, variant_grid
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import population  # noqa: E402
-
-POINTWISE_THREADS, POINTWISE_UNROLLS = (128, 256, 512), (1, 2, 4)
-POINTWISE_LANE_WIDTHS = 3  # the default's lanes and two halvings (all divide the row)
-TRANSPOSE_TILES, TRANSPOSE_ROWS = ((64, 32), (64,), (32,)), (4, 8, 16)  # 32-column blocks
-ROW_LANE_WIDTHS = 2  # a reduction's default lanes and half of them
-ROW_THREADS = tuple(1 << k for k in range(11))  # 1 to 1024 threads per row
-MAX_SLOTS = 16  # vectors per thread: fewer threads per row are not tried
-SHARED_BLOCKS = (128, 256, 512)  # block sizes where rows of at most 32 threads share one
-OUTER_ROWS_PER_BLOCK = (64, 128, 256, 512)  # a thread per row: rows (threads) per block
-
-KNOBS: dict[type, tuple[str, ...]] = {  # the fields swept: a variant's name in every segment
-    h.PointwiseParams: ("vectorize", "threads", "unroll"),
-    h.TransposeParams: ("tiles", "rows"),  # and its pointwise kernel's, where no tile fits
-    h.ReductionParams: ("vectorize", "threads", "rows_per_block", "persistent"),
-}
-
-
-def knobs(params: h.HeuristicParams) -> dict[str, Any]:
-    found = {name: getattr(params, name) for name in KNOBS[type(params)]}
-    if isinstance(params, h.TransposeParams):
-        found.update({f"pointwise.{k}": v for k, v in knobs(params.pointwise).items()})
-    return found
-
-
-def label(params: h.HeuristicParams) -> str:
-    """``threads=256 unroll=2 vectorize=8``: the variant, the same in every segment."""
-    return " ".join(f"{name}={value}" for name, value in sorted(knobs(params).items()))
-
-
-def _halvings(value: int, count: int) -> list[int]:
-    return [value >> step for step in range(count) if value >> step >= 1]
-
-
-def _pointwise_grid(params: h.PointwiseParams, scheduler: str) -> list[h.PointwiseParams]:
-    found = []
-    for lanes in _halvings(params.vectorize, POINTWISE_LANE_WIDTHS):
-        # the default's widest lanes keep its max_vectorize (other loops divide it down)
-        widest = params.max_vectorize if lanes == params.vectorize else lanes
-        found += [replace(params, vectorize=lanes, max_vectorize=widest, threads=threads,
-                          unroll=unroll)
-                  for threads in POINTWISE_THREADS for unroll in POINTWISE_UNROLLS]
-    return found
-
-
-def _transpose_grid(params: h.TransposeParams, scheduler: str) -> list[h.TransposeParams]:
-    tiled = [replace(params, tiles=tiles, rows=rows) for tiles in TRANSPOSE_TILES
-             for rows in TRANSPOSE_ROWS if all(tile % rows == 0 for tile in tiles)]
-    return tiled + [replace(params, pointwise=pointwise)
-                    for pointwise in _pointwise_grid(params.pointwise, scheduler)]
-
-
-def _reduction_grid(params: h.ReductionParams, scheduler: str) -> list[h.ReductionParams]:
-    """Block shapes the generator accepts: a power of two of threads per row; rows share a
-    block only below a warp (``block_reduce`` combines a row within one warp there), a block
-    is whole warps, at most 1024 threads; inner_outer keeps its rows in registers."""
-    if not params.inner:  # a thread per row (outer_reduction.py tiles its own kernel)
-        return [replace(params, rows_per_block=rows) for rows in OUTER_ROWS_PER_BLOCK]
-    inner_outer = scheduler == "inner_outer_persistent"
-    found = []
-    for lanes in _halvings(params.vectorize, ROW_LANE_WIDTHS):
-        vectors = params.row_size // lanes
-        for threads in ROW_THREADS:
-            slots = -(-vectors // threads)
-            if threads > vectors or slots > MAX_SLOTS:
-                continue
-            shared = (1,) if threads > 32 else tuple(b // threads for b in SHARED_BLOCKS)
-            fits = slots * lanes <= h.MAX_PERSISTENT_ELEMENTS
-            found += [replace(params, vectorize=lanes, threads=threads, slots=slots,
-                              rows_per_block=rows, persistent=persistent,
-                              max_blocks=_partials(rows) if inner_outer else params.max_blocks)
-                      for rows in shared for persistent in (True, False)
-                      if (fits or not persistent) and (persistent or not inner_outer)]
-    return found
-
-
-def _partials(rows_per_block: int) -> int:  # inner_outer's blocks, as h.inner_outer counts
-    return max(1, min(h.MULTIPROCESSORS, h.MAX_PARTIALS // rows_per_block))
-
-
-GRIDS: dict[type, Callable[[Any, str], list]] = {
-    h.PointwiseParams: _pointwise_grid,
-    h.TransposeParams: _transpose_grid,
-    h.ReductionParams: _reduction_grid,
-}
-
-
-def variant_grid(params: h.HeuristicParams, scheduler: str) -> list[h.HeuristicParams]:
-    """The default first, then its variants, one per label."""
-    found: dict[str, h.HeuristicParams] = {label(params): params}
-    for variant in GRIDS[type(params)](params, scheduler):
-        found.setdefault(label(variant), variant)
-    return list(found.values())
-
-
-def size_class(segment: Segment, params: h.HeuristicParams, sizes: h.Sizes) -> str:
-    """What a choice may depend on: log2 elements (of a row too), the widest dtype, rows."""
-    shapes = h.segment_shapes(segment.candidate, sizes) or ((1,),)
-    elements = max(h.numel(shape) for shape in shapes)
-    widest = max((h.itemsize(t) for t in (*segment.inputs, *segment.outputs)), default=1)
-    parts = [f"2^{int(math.log2(max(1, elements)))} elements", f"{widest}-byte"]
-    if isinstance(params, h.ReductionParams):
-        where = "inner" if params.inner else "outer"
-        parts.insert(1, f"{where} rows of 2^{int(math.log2(max(1, params.row_size)))}")
-    return ", ".join(parts)
 
 
 @dataclass
@@ -207,7 +109,7 @@ def sweep_segment(case: SegmentCase, timer: Timer) -> SegmentSweep | None:
     if default is None:
         return None
     sweep = SegmentSweep(case.member, segment.id, segment.scheduler,
-                         size_class(segment, default, case.sizes), label(default))
+                         size_class(segment.candidate, default, case.sizes), label(default))
     kernels: list[Kernel] = []
     seen: dict[tuple, int] = {}
     for params in variant_grid(default, segment.scheduler):
@@ -300,7 +202,8 @@ def kernel_ms(launches: Sequence[Callable[[], Any]], iters: int) -> list[float]:
 def summarize(sweeps: Sequence[SegmentSweep]) -> list[dict[str, Any]]:
     """Per (scheduler, size class): among variants timed in every segment of the class, the
     ``best`` of least geometric-mean time relative to each segment's default, its ``gain``
-    (1.0: none better), the segments where it ``wins`` over theirs, the commonest default."""
+    (1.0: none better), the segments where it ``wins`` over theirs, the commonest default, and
+    the best's ``knobs`` (what the table records)."""
     classes: dict[tuple[str, str], list[SegmentSweep]] = defaultdict(list)
     for sweep in (sweep for sweep in sweeps if sweep.timed):
         classes[sweep.scheduler, sweep.size_class].append(sweep)
@@ -314,11 +217,12 @@ def summarize(sweeps: Sequence[SegmentSweep]) -> list[dict[str, Any]]:
             scheduler=scheduler, size_class=size, segments=len(group), best=best,
             gain=round(1 / ratios[best], 3) if best else 1.0,
             wins=sum(s.times[best] < s.times[s.default] for s in group) if best else 0,
-            default=Counter(s.default for s in group).most_common(1)[0][0]))
+            default=Counter(s.default for s in group).most_common(1)[0][0],
+            knobs=group[0].params.get(best)))
     return choices
 
 
-def report(args: argparse.Namespace, sweeps: Sequence[SegmentSweep],
+def report(args: argparse.Namespace, device: str | None, sweeps: Sequence[SegmentSweep],
            problems: Sequence[str]) -> dict[str, Any]:
     """``--out``'s JSON: settings, every measurement (ms null: untimed; failed: why), summary."""
     measurements = [
@@ -327,10 +231,38 @@ def report(args: argparse.Namespace, sweeps: Sequence[SegmentSweep],
              kernel=s.kernel_of.get(name), failed=s.failed.get(name),
              ms=s.times[name] if math.isfinite(s.times.get(name, math.nan)) else None)
         for s in sweeps for name in s.params]
-    return {"settings": {k: v for k, v in vars(args).items() if k != "out"},
-            "device": None if args.dry_run else torch.cuda.get_device_name(),
-            "problems": list(problems), "measurements": measurements,
-            "summary": [] if args.dry_run else summarize(sweeps)}
+    return {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "write_table")},
+            "device": device, "problems": list(problems), "measurements": measurements,
+            "summary": summarize(sweeps)}
+
+
+def write_table(path: Path, args: argparse.Namespace, device: str | None,
+                sweeps: Sequence[SegmentSweep], problems: Sequence[str]) -> dict[str, Any]:
+    """``--write-table``: the table ``tuning.load`` reads at ``path``, with its provenance, and
+    beside it (``X.measurements.json`` for ``X.json``) every measurement it came from."""
+    measured = report(args, device, sweeps, problems)
+    beside = path.with_name(f"{path.stem}.measurements.json")
+    provenance = dict(
+        measured=True, device=device, population=args.population, seed=args.seed,
+        min_elements=args.min_elements, iters=args.iters, schedulers=args.schedulers,
+        commit=args.commit or checkout_commit(), segments=sum(s.timed for s in sweeps),
+        fusions_failed=len(problems), measurements=beside.name)
+    document = tuning.table_document(measured["summary"], provenance)
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    beside.write_text(json.dumps(measured, separators=(",", ":")) + "\n")
+    return document
+
+
+def checkout_commit() -> str | None:
+    """The commit of this checkout, ``-dirty`` where tracked files changed; None outside git."""
+    def git(*words: str) -> str:
+        return subprocess.run(["git", *words], cwd=Path(__file__).resolve().parent,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        head, changed = git("rev-parse", "HEAD"), git("status", "--porcelain", "-uno")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{head}-dirty" if changed else head
 
 
 TABLE_HEADER = dict(scheduler="scheduler", size_class="size class", segments="segs",
@@ -361,7 +293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--schedulers", help="comma-separated: sweep only these schedulers")
     parser.add_argument("--dry-run", action="store_true",
                         help="no GPU: generate and compile every variant, time nothing")
+    parser.add_argument("--write-table", type=Path, metavar="PATH",
+                        help="write the chosen table (fusecli/segment/tuning.json) and its "
+                             "measurements (PATH's stem + .measurements.json)")
+    parser.add_argument("--commit", help="the table's provenance where this is no git checkout "
+                                         "(default: git rev-parse HEAD)")
     args = parser.parse_args(argv)
+    if args.write_table and args.dry_run:
+        parser.error("--write-table: a dry run times nothing to choose from")
     if not args.dry_run and not torch.cuda.is_available():
         print("sweep: timing needs a CUDA GPU (--dry-run compiles only)", file=sys.stderr)
         return 4
@@ -372,6 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wanted - set(GENERATORS):
         parser.error(f"--schedulers: choose among {', '.join(GENERATORS)}")
     members = population.draw(args.population, args.seed, args.min_elements)
+    gpu = None if args.dry_run else torch.cuda.get_device_name()
     sweeps, problems = [], []
     for number, member in enumerate(members, 1):
         try:
@@ -386,12 +326,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[{number}/{len(members)}] {line}", file=sys.stderr, flush=True)
         sweeps += found
         if args.out:  # after each fusion: a run cut short keeps what it measured
-            args.out.write_text(json.dumps(report(args, sweeps, problems), indent=1))
+            args.out.write_text(json.dumps(report(args, gpu, sweeps, problems), indent=1))
     print(f"{'compiled' if args.dry_run else 'timed'}: {tally(sweeps)}; {len(problems)} "
           f"fusions failed")
-    for c in [] if args.dry_run else [TABLE_HEADER, *summarize(sweeps)]:
-        print(f"{c['scheduler']:<24}{c['size_class']:<48}{c['segments']:>5}{c['gain']:>7}"
+    summary = [] if args.dry_run else summarize(sweeps)
+    for c in [TABLE_HEADER, *summary] if summary else []:
+        mark = "*" if c is not TABLE_HEADER and tuning.chosen(c) else " "
+        print(f"{mark}{c['scheduler']:<23}{c['size_class']:<48}{c['segments']:>5}{c['gain']:>7}"
               f"{c['wins']:>5}  {c['best'] or 'none timed in every segment'} ({c['default']})")
+    if args.write_table:
+        document = write_table(args.write_table, args, gpu, sweeps, problems)
+        print(f"wrote {args.write_table}: {len(document['choices'])} choices of "
+              f"{len(summary)} classes (gain >= {tuning.MIN_GAIN}, wins in most segments)")
     return 1 if problems else 0
 
 

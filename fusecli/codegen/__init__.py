@@ -126,7 +126,7 @@ def heuristics_for(ctx: KernelContext) -> HeuristicParams:
     segment = ctx.segment
     params = segment.params
     if params is None or params.sized_for != sizes_key(segment.candidate, ctx.sizes):
-        params = REGISTRY[segment.scheduler].heuristics(segment.candidate, ctx.sizes)
+        params = REGISTRY[segment.scheduler].params_at(segment.candidate, ctx.sizes)
     if params is None:
         for tensor in (*segment.inputs, *segment.outputs):
             ctx.shape(tensor)  # names the tensor whose size is not known

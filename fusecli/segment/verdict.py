@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from fusecli.segment import tuning
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.heuristics import HeuristicParams, Sizes
 from fusecli.segment.reasons import Reason, Rejection
@@ -72,11 +73,17 @@ def _no_heuristics(candidate: Candidate, sizes: Sizes) -> None:
 @dataclass(frozen=True, slots=True)
 class Scheduler:
     """One scheduler: its checks (compile time: the segment's structure; run time: its sizes),
-    the heuristics it picks at concrete sizes, and whether its segments run on ATen by design
-    (no CUDA kernel is generated for them)."""
+    the heuristics it picks at concrete sizes (the defaults; ``params_at`` applies the measured
+    table), and whether its segments run on ATen by design (no CUDA kernel is generated for
+    them)."""
 
     name: str
     compile_time: Check
     run_time: Check
     heuristics: Callable[[Candidate, Sizes], HeuristicParams | None] = _no_heuristics
     runs_on_aten: bool = False
+
+    def params_at(self, candidate: Candidate, sizes: Sizes) -> HeuristicParams | None:
+        """The params a segment gets at ``sizes``: the heuristics' defaults with the measured
+        table's choice for their size class (``tuning.py``), where it is valid here."""
+        return tuning.tuned(self.name, candidate, sizes, self.heuristics(candidate, sizes))

@@ -53,7 +53,7 @@ def check(name: str, candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     verdict = scheduler.run_time(candidate, ctx)
     if not verdict.accepted or not ctx.runtime.known:
         return verdict  # without inputs (explain-segmentation) there are no sizes to pick for
-    return replace(verdict, params=scheduler.heuristics(candidate, ctx.runtime))
+    return replace(verdict, params=scheduler.params_at(candidate, ctx.runtime))
 
 
 def propose(candidate: Candidate, ctx: ScheduleContext) -> tuple[str | None, list[Verdict]]:
