@@ -332,10 +332,13 @@ def test_merges_join_common_subexpressions_and_inputs_alike(tmp_path):
     piece = slicer.build(merged)
     assert piece.ops.count("broadcast") == 1 and len(piece.inputs) == 1
     run_reference(piece.loaded.fusion, piece.loaded.inputs)  # and it runs
-    # a value is only merged into an earlier one: no cycles, whatever subset is applied
+    # a value is only merged into an earlier one (an input, into a value computed before its
+    # first reader, not from it): no cycles, whatever subset is applied
     order = [e.uid for e in slicer.fusion.exprs]
     producer = {o.uid: e.uid for e in slicer.fusion.exprs for o in e.outputs}
     for value, replacement in pairs:
+        if value not in producer:
+            continue
         rank = order.index(producer[value]) if value in producer else -1
         earlier = order.index(producer[replacement]) if replacement in producer else -1
         assert earlier <= rank
@@ -436,3 +439,40 @@ with FusionDefinition() as fd:
 
 fd.execute([torch.randn(4, 3)])
 """
+
+
+JOINED_BY_A_MUL = """\
+import torch
+from nvfuser import FusionDefinition, DataType
+
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+    T2 = fd.ops.broadcast_in_dim(T0, shape=[2, 4, 6], broadcast_dims=[1, 2])
+    T3 = fd.ops.slice(T1, start_indices=[0, 0, 0], end_indices=[2, 4, 3])
+    T4 = fd.ops.cat([T3, T3], dim=-1)
+    T5 = fd.ops.mul(T4, T2)
+    fd.add_output(T5)
+
+fd.execute([torch.randn(4, 6), torch.randn(2, 4, 6)])
+"""
+
+
+def test_an_input_is_read_from_a_computed_value_of_its_shape(tmp_path):
+    """The slice's input can be read from the broadcast of the other input (an expanded
+    broadcast standing for its dimension): one input less, and the two parts joined without
+    the mul, which a bypass may then remove. Never a value computed from the input itself."""
+    path = tmp_path / "joined.py"
+    path.write_text(JOINED_BY_A_MUL, encoding="utf-8")
+    slicer = _slicer(path)
+    selection = slicer.everything()
+    sliced = slicer.fusion.inputs[1]
+    ops = {e.outputs[0].uid: e.op.value for e in slicer.units}
+    pairs = [p for p in slicer.merges(selection) if p[0] == sliced.uid]
+    assert [ops[replacement] for _, replacement in pairs] == ["expand"]  # of the broadcast
+    piece = slicer.build(slicer.merge(selection, pairs))
+    assert len(piece.inputs) == 1 and piece.ops == ["broadcast_in_dim", "slice", "cat", "mul"]
+    (out,) = run_reference(piece.loaded.fusion, piece.loaded.inputs).outputs
+    w = piece.loaded.inputs[0]
+    half = w[:, :3].expand(2, 4, 3)
+    assert torch.equal(out, torch.cat([half, half], dim=-1) * w.expand(2, 4, 6))

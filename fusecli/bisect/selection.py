@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from fusecli.bisect import fold
+from fusecli.bisect import fold, substitute
 from fusecli.bisect.declare import example_layout
 from fusecli.bisect.joined import script_ops
 from fusecli.bisect.rebuild import rebuild
@@ -237,6 +237,9 @@ class Slicer:
             same = [b for b in earlier if self._identical(value, b, aliases)]
             if same or not identical:
                 found.append((value.uid, (same or earlier)[0].uid))
+        if not identical:
+            found += substitute.computed_for_inputs(self, exprs, inputs, present, aliases,
+                                                    {v for v, _ in found})
         return found
 
     def merge(self, selection: Selection, pairs: list[tuple[int, int]]) -> Selection:
