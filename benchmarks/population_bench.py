@@ -66,6 +66,9 @@ def missing_environment() -> str | None:
 
 def run_population(args: Any) -> int:
     members = draw(args.population, args.seed, args.min_elements)
+    if getattr(args, "members", None):  # a part of the population, by name
+        wanted = [part.strip() for part in args.members.split(",") if part.strip()]
+        members = [m for m in members if any(part in m.name for part in wanted)]
     if args.dry_run:
         print_population(members, args)
         return 0

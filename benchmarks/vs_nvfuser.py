@@ -397,6 +397,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="the population's seed")
     parser.add_argument("--min-elements", type=int, default=1 << 25,
                         help="elements of each large tensor of the population (2^25)")
+    parser.add_argument("--members", metavar="NAMES",
+                        help="with --population: only the members whose names contain one of "
+                             "these comma-separated parts (e.g. fuzz_512423803,rms_norm)")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --population: draw and print it, measure nothing")
     args = parser.parse_args()

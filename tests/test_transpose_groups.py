@@ -177,8 +177,11 @@ def test_an_output_reading_a_tensor_along_the_inner_dim_stays_after_the_tile() -
     _assert_coalesced(kernel, (96, 64))
 
 
-def test_a_permuted_view_and_a_function_of_it_stay_after_the_tile() -> None:
-    """As v22: both outputs in the loop's layout (one a view of the input)."""
+def test_a_function_of_a_permuted_view_is_laid_out_as_the_input() -> None:
+    """As v22: a permuted view of the input and a function of it. nvFuser's
+    AllocationDomainPass gives the computed output the input's order (the view is the input's
+    memory): its kernel writes it as it reads the input, with no tile, and fd.execute returns
+    it with the input's strides."""
     x = _input((64, 128), torch.bfloat16)
 
     def body(fd):
@@ -188,8 +191,35 @@ def test_a_permuted_view_and_a_function_of_it_stay_after_the_tile() -> None:
                                   DataType.BFloat16))
 
     (kernel,) = _check(fusion_of(body), [x], [x.t(), torch.tanh(x.t().float()).bfloat16()])
-    assert "tile_" in kernel.source and "stored as read" not in kernel.heuristics
-    _assert_coalesced(kernel, (128, 64))
+    assert "tile_" not in kernel.source
+    (out,) = [arg for arg in kernel.args if arg.kind is ArgKind.OUTPUT]
+    assert out.shape == (128, 64) and out.strides == (1, 128)
+    outputs, _ = _run(fusion_of(body), [x])
+    assert outputs[1].stride() == (1, 128) == outputs[0].stride()
+
+
+@pytest.mark.parametrize("executor", ["cupy", "aten"])
+def test_a_permuted_output_computed_from_an_input_has_the_inputs_order(executor) -> None:
+    """As population member fuzz_512423803: ``cast(permute(|x| - x))`` next to an output in
+    the input's layout. Its buffer takes the input's order (AllocationDomainPass): written as
+    the input is read, returned with those strides, on generated kernels and on ATen alike."""
+    x = _input((2, 64, 96), torch.int64)
+
+    def body(fd):
+        a = define(fd, x)
+        t = fd.ops.sub(fd.ops.abs(a), a)
+        fd.add_output(fd.ops.lt(fd.ops.neg(a), t))
+        fd.add_output(fd.ops.cast(fd.ops.permute(t, [2, 0, 1]), DataType.Float))
+
+    fd = fusion_of(body)
+    segmented = segment_fusion(fd.fusion, [x])
+    runner = SegmentRunner(segmented, [x.clone()], executor=executor)
+    for segment in segmented.segments:
+        runner.run(segment)
+    less, permuted = runner.outputs()
+    assert torch.equal(less, -x < x.abs() - x)
+    assert torch.equal(permuted, (x.abs() - x).permute(2, 0, 1).float())
+    assert permuted.shape == (96, 2, 64) and permuted.stride() == (1, 64 * 96, 96)
 
 
 def test_with_every_output_stored_as_read_no_tile_is_kept() -> None:

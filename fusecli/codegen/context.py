@@ -19,6 +19,7 @@ from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Scalar, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.heuristics import Sizes
+from fusecli.segment.output_aliases import output_orders
 from fusecli.segment.result import Segment
 
 
@@ -27,6 +28,17 @@ class InputLayout:
     strides: tuple[int, ...]
     alignment: int  # bytes: the largest power of two (at most 16) dividing the address
     host_scalar: bool  # a 0-dim CPU tensor: read on the host and passed by value
+
+
+def ordered_strides(shape: Sequence[int], stride_order: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a dense buffer of ``shape`` laid out in ``stride_order`` (``order[i]``:
+    dim i's rank by stride, 0 the innermost), as torch lays out ``contiguous()`` of the
+    permuted tensor."""
+    strides, step = [0] * len(shape), 1
+    for axis in sorted(range(len(shape)), key=lambda axis: stride_order[axis]):
+        strides[axis] = step
+        step *= max(1, shape[axis])
+    return tuple(strides)
 
 
 def layout_of(tensor: Any) -> InputLayout:
@@ -132,9 +144,11 @@ class KernelContext:
     def output_param(self, tensor: TensorView) -> KernelArg:
         if tensor.uid not in self._params:
             shape, buffer = self.shape(tensor), self.buffer_shape(tensor)
+            order = output_orders(self.candidate.graph).get(tensor.uid)
             self._add(ArgKind.OUTPUT, self.name(tensor),
                       f"{cdtypes.storage_type(tensor.dtype)}* __restrict__", tensor,
-                      shape=buffer, logical_shape=shape if buffer != shape else ())
+                      shape=buffer, logical_shape=shape if buffer != shape else (),
+                      strides=ordered_strides(buffer, order) if order else ())
         return self._params[tensor.uid]
 
     def scalar_param(self, scalar: Scalar) -> KernelArg:

@@ -36,10 +36,11 @@ class KernelArg:
     the concrete shape of an output's buffer: its logical shape, less its expanded broadcast
     dims (size 1 there: the kernel writes each distinct value once); ``logical_shape`` the
     output's shape where that differs (else empty), to which the runtime expands the buffer
-    (stride 0 along those dims, as nvFuser allocates them). A WORKSPACE parameter is
-    ``nbytes`` bytes of device memory; with ``zeroed`` they must be zero on entry, and the
-    kernel leaves them zero again, so that a launch may keep one such buffer for all its calls
-    (a grid reduction's arrival counters).
+    (stride 0 along those dims, as nvFuser allocates them); ``strides`` the buffer's strides
+    where the output has a stride order other than its logical one (``output_orders``). A
+    WORKSPACE parameter is ``nbytes`` bytes of device memory; with ``zeroed`` they must be zero
+    on entry, and the kernel leaves them zero again, so that a launch may keep one such buffer
+    for all its calls (a grid reduction's arrival counters).
     """
 
     kind: ArgKind
@@ -50,6 +51,7 @@ class KernelArg:
     expr: Expr | None = None
     shape: tuple[int, ...] = ()
     logical_shape: tuple[int, ...] = ()
+    strides: tuple[int, ...] = ()  # an output buffer's, where not contiguous (its stride order)
     nbytes: int = 0
     zeroed: bool = False
 

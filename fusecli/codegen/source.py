@@ -63,7 +63,8 @@ def store(
     param = emitter.ctx.output_param(tensor)
     values = [_before_rounding(emitter, tensor, value) for value in values]
     offset = Index()
-    for stride, position, size in zip(contiguous_strides(param.shape), index, param.shape):
+    strides = param.strides or contiguous_strides(param.shape)
+    for stride, position, size in zip(strides, index, param.shape):
         if size > 1:
             offset = add(offset, scale(position, stride))
     logical = param.logical_shape or param.shape

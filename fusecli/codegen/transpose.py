@@ -29,6 +29,7 @@ from fusecli.codegen.pointwise import build_pointwise, loop_positions
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
 from fusecli.segment.heuristics import PointwiseParams, TransposeParams
+from fusecli.segment.output_aliases import output_orders
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +145,12 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
 
 def _contiguous_position(ctx: KernelContext, output: TensorView,
                          positions: tuple[int | None, ...]) -> int | None:
-    """The loop dim along which ``output``'s buffer (row-major) is contiguous."""
-    dims = [d for d, size in enumerate(ctx.buffer_shape(output)) if size > 1]
+    """The loop dim along which ``output``'s buffer is contiguous: its innermost dim in its
+    stride order (``output_orders``), row-major where it has none."""
+    shape = ctx.buffer_shape(output)
+    order = output_orders(ctx.candidate.graph).get(output.uid)
+    dims = [d for d in (sorted(range(len(shape)), key=lambda d: -order[d]) if order
+                        else range(len(shape))) if shape[d] > 1]
     return positions[dims[-1]] if dims else None
 
 

@@ -114,7 +114,8 @@ class Launch:
                 launch.inputs.append((slot, positions[param.value.uid]))
             elif param.kind is ArgKind.OUTPUT:
                 launch.outputs.append((slot, param.value.uid, param.shape,
-                                       dt.to_torch(param.dtype), param.logical_shape))
+                                       dt.to_torch(param.dtype), param.logical_shape,
+                                       param.strides))
             elif param.kind is ArgKind.WORKSPACE:
                 launch.others.append((slot, param, {}))  # its zeroed memory, made once
             else:
@@ -129,8 +130,9 @@ class Launch:
         with self.lock:
             for slot, position in self.inputs:
                 slots[slot] = inputs[position].data_ptr()
-            for slot, uid, shape, dtype, logical in self.outputs:
-                tensor = torch.empty(shape, dtype=dtype, device=device)
+            for slot, uid, shape, dtype, logical, strides in self.outputs:
+                tensor = (torch.empty_strided(shape, strides, dtype=dtype, device=device)
+                          if strides else torch.empty(shape, dtype=dtype, device=device))
                 if executor.poison:
                     poison_tensor(tensor)
                 outputs[uid] = tensor.expand(logical) if logical else tensor
@@ -165,19 +167,21 @@ class Launch:
         slots, lock, device, address, params = (
             self.slots, self.lock, self.device, self.address, self.params)
         inputs = tuple(self.inputs)
-        outputs = tuple((slot, shape, dtype, logical)
-                        for slot, _, shape, dtype, logical in self.outputs)
+        outputs = tuple((slot, shape, dtype, logical, strides)
+                        for slot, _, shape, dtype, logical, strides in self.outputs)
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
-        launch_kernel, stream_of, empty = (
-            _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty)
+        launch_kernel, stream_of, empty, empty_strided = (
+            _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty,
+            torch.empty_strided)
 
         def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
             made = []
             with lock:
                 for slot, position in inputs:
                     slots[slot] = tensors[position].data_ptr()
-                for slot, shape, dtype, logical in outputs:
-                    tensor = empty(shape, dtype=dtype, device=device)
+                for slot, shape, dtype, logical, strides in outputs:
+                    tensor = (empty_strided(shape, strides, dtype=dtype, device=device)
+                              if strides else empty(shape, dtype=dtype, device=device))
                     slots[slot] = tensor.data_ptr()
                     made.append(tensor.expand(logical) if logical else tensor)
                 launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
@@ -229,7 +233,10 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
         if param.kind is ArgKind.INPUT:
             values.append(env[param.value.uid])
         elif param.kind is ArgKind.OUTPUT:
-            tensor = torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device)
+            tensor = (torch.empty_strided(param.shape, param.strides,
+                                          dtype=dt.to_torch(param.dtype), device=device)
+                      if param.strides else
+                      torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device))
             if poison:
                 poison_tensor(tensor)
             outputs[param.value.uid] = (
@@ -266,8 +273,10 @@ def poison_tensor(tensor: torch.Tensor) -> None:
     """NaN for floating types, every bit set otherwise (True for bool, -1 for signed ints)."""
     if tensor.is_floating_point():
         tensor.fill_(float("nan"))
-    else:
-        tensor.view(-1).view(torch.uint8).fill_(1 if tensor.dtype is torch.bool else 0xFF)
+    else:  # a buffer in a stride order is dense in that order: viewed so, it is contiguous
+        order = sorted(range(tensor.dim()), key=lambda axis: -tensor.stride(axis))
+        memory = tensor.permute(order).reshape(-1) if order else tensor.reshape(-1)
+        memory.view(torch.uint8).fill_(1 if tensor.dtype is torch.bool else 0xFF)
 
 
 _RNG_KINDS = (ArgKind.RNG_SEED, ArgKind.RNG_OFFSET)

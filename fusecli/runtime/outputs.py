@@ -82,10 +82,12 @@ class _Buffers:
             for value in fusion.inputs if isinstance(value, TensorView)
         }
         self.layouts: dict[int, tuple[int, ...]] = {}
+        orders = allocations.orders if allocations is not None else {}
         for output in reversed(fusion.outputs):  # the first layout given wins
             if not isinstance(output.value, TensorView):
                 continue
-            layout = output.stride_order or _stride_order_op(fusion, output.value)
+            layout = (output.stride_order or _stride_order_op(fusion, output.value)
+                      or orders.get(output.value.uid, ()))
             if layout or output.value.uid not in self.layouts:
                 self.layouts[output.value.uid] = tuple(layout)
         self.owned = _Storages(self.inputs.values())

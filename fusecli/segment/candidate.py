@@ -46,6 +46,7 @@ class FusionGraph:
         self.runtime = runtime
         self._infer_allocation = infer_allocation and runtime is not None
         self._allocation: dict[int, tuple[int, ...]] | None = None
+        self._output_orders: dict[int, tuple[int, ...]] | None = None  # output_aliases'
         self.position = _walk_positions(fusion)
         self.input_uids = {v.uid for v in fusion.inputs}
         self.output_uids = {o.value.uid for o in fusion.outputs}
