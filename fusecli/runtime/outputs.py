@@ -183,7 +183,7 @@ def materializer(tensor: TensorView, value: Tensor, stride_order: Sequence[int],
 
     def make(value: Tensor) -> Tensor:
         base = value
-        for axis, length in cuts:
+        for axis, length in cuts:  # one element along an expanded dim: all of them are equal
             base = base.narrow(axis, 0, length)
         laid = with_stride_order(base, order) if order else base.contiguous()
         if copy and laid is base:
@@ -207,17 +207,7 @@ def materialize(
     value: Tensor, tensor: TensorView, stride_order: Sequence[int], must_copy: bool
 ) -> Tensor:
     """``value`` laid out as an output of ``tensor``; a copy when ``must_copy``."""
-    expanded = [
-        axis for axis, domain in enumerate(tensor.logical)
-        if domain.is_broadcast and domain.expanded is not None
-    ]
-    base = value
-    for axis in expanded:  # one element along an expanded dim: all of them are equal
-        base = base.narrow(axis, 0, min(1, base.shape[axis]))
-    laid = with_stride_order(base, stride_order) if stride_order else base.contiguous()
-    if must_copy and laid is base:
-        laid = laid.clone()
-    return laid.expand(value.shape) if expanded else laid
+    return materializer(tensor, value, stride_order, must_copy)(value)
 
 
 def _write_aliases(
