@@ -19,7 +19,6 @@ from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, Scalar, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.heuristics import Sizes
-from fusecli.segment.output_aliases import output_orders
 from fusecli.segment.result import Segment
 
 
@@ -144,7 +143,7 @@ class KernelContext:
     def output_param(self, tensor: TensorView) -> KernelArg:
         if tensor.uid not in self._params:
             shape, buffer = self.shape(tensor), self.buffer_shape(tensor)
-            order = output_orders(self.candidate.graph).get(tensor.uid)
+            order = self.candidate.graph.output_orders.get(tensor.uid)
             self._add(ArgKind.OUTPUT, self.name(tensor),
                       f"{cdtypes.storage_type(tensor.dtype)}* __restrict__", tensor,
                       shape=buffer, logical_shape=shape if buffer != shape else (),

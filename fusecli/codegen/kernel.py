@@ -37,10 +37,11 @@ class KernelArg:
     dims (size 1 there: the kernel writes each distinct value once); ``logical_shape`` the
     output's shape where that differs (else empty), to which the runtime expands the buffer
     (stride 0 along those dims, as nvFuser allocates them); ``strides`` the buffer's strides
-    where the output has a stride order other than its logical one (``output_orders``). A
-    WORKSPACE parameter is ``nbytes`` bytes of device memory; with ``zeroed`` they must be zero
-    on entry, and the kernel leaves them zero again, so that a launch may keep one such buffer
-    for all its calls (a grid reduction's arrival counters).
+    where the output has a stride order other than its logical one
+    (``FusionGraph.output_orders``). A WORKSPACE parameter is ``nbytes`` bytes of device
+    memory; with ``zeroed`` they must be zero on entry, and the kernel leaves them zero again,
+    so that a launch may keep one such buffer for all its calls (a grid reduction's arrival
+    counters).
     """
 
     kind: ArgKind

@@ -29,7 +29,6 @@ from fusecli.codegen.pointwise import build_pointwise, loop_positions
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
 from fusecli.segment.heuristics import PointwiseParams, TransposeParams
-from fusecli.segment.output_aliases import output_orders
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +145,12 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
 def _contiguous_position(ctx: KernelContext, output: TensorView,
                          positions: tuple[int | None, ...]) -> int | None:
     """The loop dim along which ``output``'s buffer is contiguous: its innermost dim in its
-    stride order (``output_orders``), row-major where it has none."""
-    shape = ctx.buffer_shape(output)
-    order = output_orders(ctx.candidate.graph).get(output.uid)
-    dims = [d for d in (sorted(range(len(shape)), key=lambda d: -order[d]) if order
-                        else range(len(shape))) if shape[d] > 1]
-    return positions[dims[-1]] if dims else None
+    stride order (``FusionGraph.output_orders``), row-major where it has none."""
+    dims = [d for d, size in enumerate(ctx.buffer_shape(output)) if size > 1]
+    if not dims:
+        return None
+    order = ctx.candidate.graph.output_orders.get(output.uid)
+    return positions[min(dims, key=order.__getitem__) if order else dims[-1]]
 
 
 def _reads_nothing_transposed(ctx: KernelContext, output: TensorView, reference: TensorView,

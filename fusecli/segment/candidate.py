@@ -46,7 +46,6 @@ class FusionGraph:
         self.runtime = runtime
         self._infer_allocation = infer_allocation and runtime is not None
         self._allocation: dict[int, tuple[int, ...]] | None = None
-        self._output_orders: dict[int, tuple[int, ...]] | None = None  # output_aliases'
         self.position = _walk_positions(fusion)
         self.input_uids = {v.uid for v in fusion.inputs}
         self.output_uids = {o.value.uid for o in fusion.outputs}
@@ -86,6 +85,18 @@ class FusionGraph:
                 self._allocation = {v.uid: v.stride_order for v in self.fusion.inputs
                                     if isinstance(v, TensorView) and v.stride_order}
         return self._allocation
+
+    @cached_property
+    def output_orders(self) -> dict[int, tuple[int, ...]]:
+        """Tensor uid -> the stride order of each fusion output that gets a buffer of its own
+        in an order other than its logical one (``allocation``: ``add_output``'s and
+        ``stride_order``'s, and AllocationDomainPass's, the order of the input it is computed
+        from): nvFuser allocates it so, its kernel writes it so and ``fd.execute`` returns it
+        so; tensors between segments keep their logical order."""
+        allocation = self.allocation
+        return {o.value.uid: allocation[o.value.uid] for o in self.fusion.outputs
+                if o.alias_input is None and isinstance(o.value, TensorView)
+                and o.value.uid in allocation and o.value.uid not in self.input_uids}
 
     def size_of(self, extent: object) -> object:
         """An extent's size where the inputs tell it, else the extent itself."""

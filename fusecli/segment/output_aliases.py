@@ -25,7 +25,6 @@ expr_eval scheduler's check reads it (see there why it holds inside a segment).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from fusecli.ir.nodes import Expr, Fusion, TensorView
 from fusecli.segment.aliases import AliasAnalysis, find_aliases
@@ -51,7 +50,7 @@ class OutputAllocations:
 
     reused: dict[int, TensorView] = field(default_factory=dict)
     evaluated: dict[int, Evaluated] = field(default_factory=dict)
-    orders: dict[int, tuple[int, ...]] = field(default_factory=dict)  # ``output_orders``
+    orders: dict[int, tuple[int, ...]] = field(default_factory=dict)  # graph.output_orders
 
     def roots(self) -> frozenset[int]:
         """Uids of the tensors evaluated outputs are views of."""
@@ -67,7 +66,7 @@ def output_allocations(segmented: SegmentedFusion) -> OutputAllocations:
     """The allocation of every segment output of ``segmented`` that is no new buffer."""
     fusion = segmented.fusion
     reused = reused_buffers(fusion)
-    orders = output_orders(segmented.segments[0].candidate.graph) if segmented.segments else {}
+    orders = segmented.segments[0].candidate.graph.output_orders if segmented.segments else {}
     evaluating = [s for s in segmented.segments if s.scheduler in EVALUATING_SCHEDULERS]
     if not evaluating:
         return OutputAllocations(reused, orders=orders)
@@ -77,22 +76,6 @@ def output_allocations(segmented: SegmentedFusion) -> OutputAllocations:
     for segment in evaluating:
         evaluated.update(_marked(segment, analysis, reused))
     return OutputAllocations(reused, evaluated, orders)
-
-
-def output_orders(graph: Any) -> dict[int, tuple[int, ...]]:
-    """Tensor uid -> the stride order of each fusion output that gets a buffer of its own in
-    an order other than its logical one: the one nvFuser allocates it in (``FusionGraph.
-    allocation``: ``add_output``'s and ``stride_order``'s, and AllocationDomainPass's, the
-    order of the input it is computed from). Its kernel writes it in that order and
-    ``fd.execute`` returns it so; tensors between segments keep their logical order."""
-    found = graph._output_orders
-    if found is None:
-        fusion, allocation = graph.fusion, graph.allocation
-        found = {o.value.uid: allocation[o.value.uid] for o in fusion.outputs
-                 if o.alias_input is None and isinstance(o.value, TensorView)
-                 and o.value.uid in allocation and o.value.uid not in graph.input_uids}
-        graph._output_orders = found
-    return found
 
 
 def _marked(
