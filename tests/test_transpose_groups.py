@@ -222,6 +222,29 @@ def test_a_permuted_output_computed_from_an_input_has_the_inputs_order(executor)
     assert permuted.shape == (96, 2, 64) and permuted.stride() == (1, 64 * 96, 96)
 
 
+def test_a_reduction_writes_an_ordered_output_row_major() -> None:
+    """As population member fuzz_967576896: a reduction segment that also outputs a function
+    of an input in a permuted layout. Its loop is laid out for the reduction, so the output is
+    written row-major there (``KernelContext.output_order``: only pointwise and resize kernels
+    store in the input's order), with the same values."""
+    x = _input((64, 96), torch.float32).t()  # [96, 64], dim 0 innermost
+
+    def body(fd):
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float,
+                             stride_order=[0, 1])
+        fd.add_output(fd.ops.neg(a))
+        fd.add_output(fd.ops.sum(a, dims=[1]))
+
+    fd = fusion_of(body)
+    assert fd.fusion.outputs[0].value.uid in segment_fusion(fd.fusion, [x]).segments[
+        0].candidate.graph.output_orders  # nvFuser's order: the input's
+    (kernel,) = _check(fd, [x], [-x, x.sum(1)])
+    assert kernel.name.startswith("fusecli_reduction")
+    assert all(arg.strides == () for arg in kernel.args if arg.kind is ArgKind.OUTPUT)
+    outputs, _ = _run(fd, [x])
+    assert outputs[0].is_contiguous()
+
+
 def test_with_every_output_stored_as_read_no_tile_is_kept() -> None:
     """The only output is expanded along the loop's inner dim: its buffer is contiguous along
     the staged input's dim, and nothing reads a tile back."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,11 +60,37 @@ def _params(fusion, inputs):
     return only_segment(fusion, inputs).params
 
 
-def test_the_shipped_table_chooses_nothing_until_the_sweep_has_run(monkeypatch) -> None:
+def test_the_shipped_table_is_what_its_measurements_show(monkeypatch) -> None:
+    """Each choice of the shipped table, recomputed from the kernel times beside it: in its
+    class's segments the chosen variant's geometric-mean gain over the default is the stated
+    one, at least MIN_GAIN, and it is faster in most of them."""
     monkeypatch.delenv(tuning.ENV_VAR, raising=False)
     shipped = tuning.load(tuning.TABLE)
-    assert shipped.choices == {} and shipped.provenance["measured"] is False
     assert tuning.active() == shipped
+    provenance = shipped.provenance
+    if not shipped.choices:
+        assert provenance["measured"] is False
+        return
+    assert provenance["measured"] is True and provenance["device"] and provenance["commit"]
+    document = json.loads(tuning.TABLE.read_text(encoding="utf-8"))
+    measured = json.loads(tuning.TABLE.with_name(provenance["measurements"]).read_text(
+        encoding="utf-8"))["measurements"]
+    for choice in document["choices"]:
+        times: dict[tuple[str, int], dict[str, float]] = {}
+        for m in measured:
+            if (m["scheduler"], m["size_class"]) == (choice["scheduler"], choice["size_class"]) \
+                    and m["ms"] is not None:
+                found = times.setdefault((m["member"], m["segment"]), {})
+                found[m["label"]] = m["ms"]
+                if m["default"]:
+                    found["default"] = m["ms"]
+        gains = [t["default"] / t[choice["best"]] for t in times.values()]
+        assert len(gains) == choice["segments"]
+        gain = math.exp(sum(math.log(g) for g in gains) / len(gains))
+        assert gain == pytest.approx(choice["gain"], abs=0.002) and gain >= tuning.MIN_GAIN
+        assert 2 * sum(g > 1 for g in gains) > len(gains)
+        assert shipped.choices[(choice["scheduler"], choice["size_class"])] == {
+            k: tuning._frozen(v) for k, v in choice["knobs"].items()}
 
 
 def test_a_choice_changes_the_params_of_its_size_class_only(use_table, monkeypatch) -> None:

@@ -83,13 +83,14 @@ def joins(exprs: Sequence[Expr], outputs: Sequence[FusionOutput],
 
 
 def script_ops(exprs: Sequence[Expr], outputs: Sequence[FusionOutput],
-               aliases: Mapping[int, Val] | None = None, reshaped: Sequence[int] = ()) -> list[str]:
+               aliases: Mapping[int, Val] | None = None, reshaped: Sequence[int] = (),
+               padded: Sequence[int] = ()) -> list[str]:
     """The ops a rebuilt script of ``exprs`` calls, in order, a joined group as its one call
-    (``reshaped``: permutes written as reshapes)."""
+    (``reshaped``: permutes written as reshapes; ``padded``: resizes written as pads)."""
     found = joins(exprs, outputs, aliases or {})
     return [
         found.calls[e.uid][0] if e.uid in found.calls else
-        "reshape" if e.uid in reshaped else e.op.value
+        "reshape" if e.uid in reshaped else "pad" if e.uid in padded else e.op.value
         for e in exprs
         if any(isinstance(o, TensorView) for o in e.outputs) and e.uid not in found.skipped
     ]
@@ -99,6 +100,8 @@ def replay_call(replay: Any, name: str, first: Expr, last: Any) -> Any:
     """The frontend call (``rebuild._Replay``'s ops) that makes the group ``first``..``last``."""
     if name == "reshape":  # a permute written as a reshape: ``last`` is the new shape
         return replay.ops.reshape(replay.val(first.inputs[0]), new_shape=last)
+    if name == "pad":  # a resize written as a pad: ``last`` is the widths
+        return replay.ops.pad(replay.val(first.inputs[0]), last)
     if name == "broadcast_in_dim":
         flags = first.attr("is_broadcast_dim")
         return replay.ops.broadcast_in_dim(

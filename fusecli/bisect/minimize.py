@@ -1,7 +1,8 @@
 """Op-level minimization: the smallest part of the fusion that still fails the same way.
 
 1. ddmin over the fusion's tensor exprs (removed producers become inputs fed with their
-   recorded values; unread results become outputs);
+   recorded values; unread results become outputs), after one question with every cast,
+   copy and unary op bypassed (step 2's bypass, all at once: a traced fusion's float casts);
 2. ddmin over bypasses: an expr whose readers can read one of its operands instead (same
    shape, same broadcasts) is removed without cutting the chain (``neg(cast(x))`` -> ``x``),
    then ddmin over merges: a value read in place of an earlier one of the same dtype and form
@@ -14,6 +15,7 @@
    one link of ``permute(reshape(x))`` leaves a view of a new input or a new output and feeds
    a removed op's result dense (``fusecli.bisect.fold``); then permutes of size-1 dimensions
    written as reshapes and reshapes only reshapes read collapsed (``fusecli.bisect.views``);
+   then a cat or pad of slices of one value written as one pad of it (``fusecli.bisect.resize``);
    then step 1 again while these remove something: a failure that needs the chain's two ends
    (a reshape feeding a cat through casts and arithmetic) keeps its ends alone;
 3. ddmin over the outputs left, then the exprs no output needs are dropped; inputs nothing
@@ -30,14 +32,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
-from fusecli.bisect import views
+from fusecli.bisect import resize, views
 from fusecli.bisect.ddmin import Budget, ddmin
 from fusecli.bisect.oracle import Oracle
 from fusecli.bisect.prober import Prober, stop_on_signals
 from fusecli.bisect.results import Step, Tracker
 from fusecli.bisect.selection import Piece, Selection, Slicer
 from fusecli.bisect.shrink import shrink, sizes_of
+from fusecli.ir.optype import OpKind
 
 
 @dataclass(slots=True)
@@ -92,19 +96,18 @@ def _minimize(
         # smaller sizes first make the many questions of ddmin cheap
         selection = _shrink(selection, sizes_of(piece), prober, tracker, width)
     selection = _common_subexpressions(slicer, selection, prober, tracker)
+    selection = _unary_links(slicer, selection, prober, tracker)
     for _ in range(_BYPASS_ROUNDS):
         kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
                      width=width, on_step=report)
         selection = replace(selection, exprs=frozenset(kept))
         if prober.out_of_budget:
             break
-        simpler = _bypass(slicer, selection, prober, tracker, width)
-        if not prober.out_of_budget:
-            simpler = _merge(slicer, simpler, prober, tracker, width)
-        if not prober.out_of_budget:
-            simpler = _fold(slicer, simpler, prober, tracker, width)
-        if not prober.out_of_budget:
-            simpler = _collapse_views(slicer, simpler, prober, tracker, width)
+        simpler = selection
+        for step in _SIMPLIFICATIONS:
+            if prober.out_of_budget:
+                break
+            simpler = step(slicer, simpler, prober, tracker, width)
         if simpler == selection:
             break
         selection = simpler
@@ -138,40 +141,36 @@ def _shrink(
     )
 
 
-def _bypass(
-    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
-) -> Selection:
-    """``selection`` with as many exprs bypassed as the failure allows (ddmin over the
-    bypassable exprs: the ones kept are those the failure needs computed)."""
-    candidates = slicer.bypasses(selection)
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """A simplification of step 2: its candidates, how they apply, how progress names them."""
+
+    phase: str
+    candidates: Callable[[Slicer, Selection], list]
+    apply: Callable[[Slicer], Callable[[Selection, list], Selection]]
+    found: str  # "{n} <found>" while asking
+    what: str  # "{k} of {n} <what>" per question
+
+
+# ddmin over each kind of candidate; the ones the failure needs are left as they were
+_BYPASS = _Step("bypass", Slicer.bypasses, lambda s: s.bypass,
+                "ops could read an operand instead", "ops bypassed")
+_MERGE = _Step("merge", Slicer.merges, lambda s: s.merge,
+               "values could read an earlier one alike", "values merged")
+_FOLD = _Step("fold", Slicer.folds, lambda s: s.fold,  # views of inputs made inputs
+              "ops only view an input", "views folded into inputs")
+_RESIZE = _Step("resize", resize.collapsible, lambda s: resize.as_pad,
+                "resizes of slices could be one pad", "resizes written as pads")
+
+
+def _simplify(step: _Step, slicer: Slicer, selection: Selection, prober: Prober,
+              tracker: Tracker, width: int) -> Selection:
+    """``selection`` with as many of ``step``'s candidates applied as the failure allows."""
+    candidates = step.candidates(slicer, selection)
     if candidates:
-        tracker.update("bypass", f"{len(candidates)} ops could read an operand instead")
-    return _replace_many(selection, candidates, slicer.bypass, prober, width, "bypass",
-                         "ops bypassed")
-
-
-def _merge(
-    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
-) -> Selection:
-    """``selection`` with as many values merged into earlier ones alike as the failure allows
-    (common subexpressions, inputs of one shape and dtype)."""
-    candidates = slicer.merges(selection)
-    if candidates:
-        tracker.update("merge", f"{len(candidates)} values could read an earlier one alike")
-    return _replace_many(selection, candidates, slicer.merge, prober, width, "merge",
-                         "values merged")
-
-
-def _fold(
-    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker, width: int
-) -> Selection:
-    """``selection`` with as many views of inputs folded into inputs as the failure allows
-    (the views kept are those the failure needs computed)."""
-    candidates = slicer.folds(selection)
-    if candidates:
-        tracker.update("fold", f"{len(candidates)} ops only view an input")
-    return _replace_many(selection, candidates, slicer.fold, prober, width, "fold",
-                         "views folded into inputs")
+        tracker.update(step.phase, f"{len(candidates)} {step.found}")
+    return _replace_many(selection, candidates, step.apply(slicer), prober, width, step.phase,
+                         step.what)
 
 
 def _collapse_views(
@@ -193,6 +192,27 @@ def _collapse_views(
                          "reshapes of reshapes collapsed")
 
 
+_SIMPLIFICATIONS = (partial(_simplify, _BYPASS), partial(_simplify, _MERGE),
+                    partial(_simplify, _FOLD), _collapse_views, partial(_simplify, _RESIZE))
+
+
+def _unary_links(
+    slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker
+) -> Selection:
+    """``selection`` with every cast, copy and unary op bypassed, when the failure stays: one
+    question before ddmin. A traced fusion is mostly casts to float and back around the ops
+    that matter (llama_rope: 20 of 36), which ddmin would otherwise remove a few at a time."""
+    units = {e.uid: e for e in slicer.units}
+    pairs = [p for p in slicer.bypasses(selection) if units[p[0]].op.kind in _UNARY_KINDS]
+    if len(pairs) < 2:
+        return selection
+    return _all_at_once(slicer.bypass(selection, pairs), selection, prober, tracker, "bypass",
+                        f"{len(pairs)} casts and unary ops")
+
+
+_UNARY_KINDS = frozenset({OpKind.UNARY, OpKind.CAST, OpKind.SET})
+
+
 def _common_subexpressions(
     slicer: Slicer, selection: Selection, prober: Prober, tracker: Tracker
 ) -> Selection:
@@ -202,13 +222,19 @@ def _common_subexpressions(
     pairs = slicer.merges(selection, identical=True)
     if not pairs:
         return selection
-    tracker.update("merge", f"{len(pairs)} common subexpressions")
-    trial = slicer.merge(selection, pairs)
+    return _all_at_once(slicer.merge(selection, pairs), selection, prober, tracker, "merge",
+                        f"{len(pairs)} common subexpressions")
+
+
+def _all_at_once(trial: Selection, selection: Selection, prober: Prober, tracker: Tracker,
+                 phase: str, what: str) -> Selection:
+    """``trial`` (``selection`` with all of ``what`` applied) where it fails the same way, one
+    question; else ``selection``."""
+    tracker.update(phase, what)
     try:
-        failed = prober.fails([trial], "merge", [f"all {len(pairs)} common subexpressions"])
+        return trial if prober.fails([trial], phase, [f"all {what}"])[0] else selection
     except Budget:
         return selection
-    return trial if failed[0] else selection
 
 
 def _replace_many(

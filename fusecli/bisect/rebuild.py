@@ -20,13 +20,7 @@ from fusecli.bisect.joined import joins, replay_call
 from fusecli.frontend import FusionDefinition
 from fusecli.frontend.state import Scalar as ScalarState
 from fusecli.frontend.state import State
-from fusecli.ir.attrs import (
-    embedding_options,
-    given_options,
-    pad_widths,
-    random_seed,
-    slice_bounds,
-)
+from fusecli.ir.attrs import embedding_options, given_options, pad_widths, random_seed, slice_bounds
 from fusecli.ir.dtype import DataType
 from fusecli.ir.nodes import Expr, FusionOutput, Scalar, TensorView, Val, Vector
 from fusecli.ir.optype import OpKind, OpType
@@ -338,14 +332,16 @@ def rebuild(
     extents: Mapping[int, int] | None = None,
     aliases: Mapping[int, Val] | None = None,
     reshaped: Mapping[int, list[int]] | None = None,
+    padded: Mapping[int, Sequence[int]] | None = None,
 ) -> FusionDefinition:
     """A new definition: ``inputs`` (in order), ``exprs`` replayed in order, ``outputs``.
 
     ``examples`` gives an example value per input uid (how intermediates are declared);
     ``declared`` names the inputs that keep their original declaration; ``aliases`` maps a
     bypassed value's uid to the value read in its place (its results may then have other
-    dtypes than the IR's, as ``mul(cast(a), b)`` does without the cast); ``reshaped``: permutes
-    written as a reshape to that shape (``bisect.views``). Raises RebuildError,
+    dtypes than the IR's, as ``mul(cast(a), b)`` does without the cast); ``reshaped``/``padded``:
+    permutes written as a reshape to that shape, resizes as a pad of their first operand by
+    those widths (``bisect.views``, ``bisect.resize``). Raises RebuildError,
     or the frontend's DefinitionError / TypeError when the replayed definition is invalid.
     """
     extents = dict(extents or {})
@@ -361,6 +357,8 @@ def rebuild(
             call = grouped.calls.get(expr.uid)
             if expr.uid in (reshaped or {}):  # a permute of size-1 dims (``views``)
                 call = ("reshape", expr, [extents.get(n, n) for n in reshaped[expr.uid]])
+            elif expr.uid in (padded or {}):  # a resize of slices as one pad (``resize``)
+                call = ("pad", expr, list(padded[expr.uid]))
             if call is not None or expr.uid not in grouped.skipped:
                 _check_replay(replay, expr, replay_call(replay, *call) if call else _rule(expr)(
                     replay, expr))

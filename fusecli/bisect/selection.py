@@ -39,6 +39,7 @@ class Selection:
     bypass: tuple[tuple[int, int], ...] = ()  # (value uid, operand uid read in its place)
     folded: tuple[int, ...] = ()  # uids of view results fed as views of an input (``fold``)
     as_reshape: tuple[int, ...] = ()  # uids of permutes written as reshapes (``views``)
+    as_pad: tuple[tuple[int, tuple[int, ...]], ...] = ()  # resizes written as pads (``resize``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +301,7 @@ class Slicer:
             fd = rebuild(exprs, inputs, outputs, examples, declared=declared, extents=extents,
                          aliases=aliases, reshaped={
                              e.uid: list(self.values[e.outputs[0].uid].shape) for e in exprs
-                             if e.uid in selection.as_reshape})
+                             if e.uid in selection.as_reshape}, padded=dict(selection.as_pad))
         except (ValueError, TypeError, KeyError, FusecliError) as error:
             raise BuildError(f"{type(error).__name__}: {error}") from error
         loaded = LoadedFusion(
@@ -308,7 +309,8 @@ class Slicer:
             inputs=[examples[v.uid] for v in inputs], line=None, source_kind="python",
             notices=self.loaded.notices,
         )
-        ops = script_ops(exprs, outputs, aliases, selection.as_reshape)
+        ops = script_ops(exprs, outputs, aliases, selection.as_reshape,
+                         [uid for uid, _ in selection.as_pad])
         return Piece(selection, tuple(exprs), tuple(inputs), tuple(outputs), loaded, ops)
 
     def _fed(self, value: Val, selection: Selection, extents: dict[int, int]) -> object:

@@ -20,6 +20,7 @@ from fusecli.ir.nodes import Expr, Scalar, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.heuristics import Sizes
 from fusecli.segment.result import Segment
+from fusecli.segment.schedulers import REGISTRY
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +144,19 @@ class KernelContext:
     def output_param(self, tensor: TensorView) -> KernelArg:
         if tensor.uid not in self._params:
             shape, buffer = self.shape(tensor), self.buffer_shape(tensor)
-            order = self.candidate.graph.output_orders.get(tensor.uid)
+            order = self.output_order(tensor)
             self._add(ArgKind.OUTPUT, self.name(tensor),
                       f"{cdtypes.storage_type(tensor.dtype)}* __restrict__", tensor,
                       shape=buffer, logical_shape=shape if buffer != shape else (),
                       strides=ordered_strides(buffer, order) if order else ())
         return self._params[tensor.uid]
+
+    def output_order(self, tensor: TensorView) -> tuple[int, ...] | None:
+        """The stride order the kernel writes a fusion output in (``FusionGraph.output_orders``)
+        where its scheduler orders outputs (``Scheduler.orders_outputs``); None: row-major."""
+        if not REGISTRY[self.segment.scheduler].orders_outputs:
+            return None
+        return self.candidate.graph.output_orders.get(tensor.uid)
 
     def scalar_param(self, scalar: Scalar) -> KernelArg:
         if scalar.uid not in self._params:

@@ -145,11 +145,11 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
 def _contiguous_position(ctx: KernelContext, output: TensorView,
                          positions: tuple[int | None, ...]) -> int | None:
     """The loop dim along which ``output``'s buffer is contiguous: its innermost dim in its
-    stride order (``FusionGraph.output_orders``), row-major where it has none."""
+    stride order (``KernelContext.output_order``), row-major where it has none."""
     dims = [d for d, size in enumerate(ctx.buffer_shape(output)) if size > 1]
     if not dims:
         return None
-    order = ctx.candidate.graph.output_orders.get(output.uid)
+    order = ctx.output_order(output)
     return positions[min(dims, key=order.__getitem__) if order else dims[-1]]
 
 

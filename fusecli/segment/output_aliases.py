@@ -50,7 +50,7 @@ class OutputAllocations:
 
     reused: dict[int, TensorView] = field(default_factory=dict)
     evaluated: dict[int, Evaluated] = field(default_factory=dict)
-    orders: dict[int, tuple[int, ...]] = field(default_factory=dict)  # graph.output_orders
+    orders: dict[int, tuple[int, ...]] = field(default_factory=dict)  # ``_output_orders``
 
     def roots(self) -> frozenset[int]:
         """Uids of the tensors evaluated outputs are views of."""
@@ -66,7 +66,7 @@ def output_allocations(segmented: SegmentedFusion) -> OutputAllocations:
     """The allocation of every segment output of ``segmented`` that is no new buffer."""
     fusion = segmented.fusion
     reused = reused_buffers(fusion)
-    orders = segmented.segments[0].candidate.graph.output_orders if segmented.segments else {}
+    orders = _output_orders(segmented)
     evaluating = [s for s in segmented.segments if s.scheduler in EVALUATING_SCHEDULERS]
     if not evaluating:
         return OutputAllocations(reused, orders=orders)
@@ -99,3 +99,16 @@ def _marked(
         if chain and (candidate.is_input(value) or value.uid in candidate.output_uids):
             marked[out.uid] = Evaluated(value, tuple(reversed(chain)))
     return marked
+
+
+def _output_orders(segmented: SegmentedFusion) -> dict[int, tuple[int, ...]]:
+    """``FusionGraph.output_orders`` of the outputs whose segment writes them in that order
+    (``Scheduler.orders_outputs``); the others are row-major."""
+    from fusecli.segment.schedulers import REGISTRY
+
+    if not segmented.segments:
+        return {}
+    orders = segmented.segments[0].candidate.graph.output_orders
+    ordered = {t.uid for s in segmented.segments if REGISTRY[s.scheduler].orders_outputs
+               for t in s.outputs}
+    return {uid: order for uid, order in orders.items() if uid in ordered}

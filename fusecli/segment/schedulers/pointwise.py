@@ -107,4 +107,5 @@ def run_time(candidate: Candidate, ctx: ScheduleContext) -> Verdict:
     return Verdict.accept(NAME)
 
 
-SCHEDULER = Scheduler(NAME, compile_time, run_time, heuristics.pointwise)
+SCHEDULER = Scheduler(NAME, compile_time, run_time, heuristics.pointwise,
+                      loop_follows_outputs=True)
