@@ -54,6 +54,13 @@ def _stores(kernel: Kernel, name: str) -> list[str]:
     return [line.strip() for line in kernel.source.splitlines() if written.search(line)]
 
 
+def _loops_over_buffer(kernel: Kernel, arg: KernelArg) -> bool:
+    """Whether a loop of the kernel's runs over ``arg``'s buffer shape and stores it."""
+    return any(shape == str(list(arg.shape)) and arg.name in names.split(", ")
+               for shape, names in re.findall(r"loop (\[[^\]]*\]) \(([^)]*)\)",
+                                              kernel.heuristics))
+
+
 def _check(fd, inputs: list[torch.Tensor], eager: Callable, scheduler: str,
            exact: bool = True) -> list[tuple[Kernel, KernelArg]]:
     """Run on the emulated kernels: values as eager torch's, outputs laid out as the ATen
@@ -79,7 +86,10 @@ def _check(fd, inputs: list[torch.Tensor], eager: Callable, scheduler: str,
         assert all(b in (1, size) for b, size in zip(buffer, logical))
         stores = _stores(kernel, arg.name)
         assert stores, kernel.source
-        assert all(line.startswith("if (") for line in stores), stores
+        # each stored once: guarded to index 0 along the expanded dims, or in a loop over
+        # the buffer itself
+        assert (all(line.startswith("if (") for line in stores)
+                or _loops_over_buffer(kernel, arg)), stores
     for got in outputs:
         expanded = [d for d, (size, stride) in enumerate(zip(got.shape, got.stride()))
                     if size > 1 and stride == 0]
@@ -297,3 +307,33 @@ def test_a_norm_backward_stores_its_expanded_row_term_once_per_row() -> None:
                               exact=False)
     assert arg.shape == (rows, 1)
     assert _stores(kernel, arg.name) == [f"if (thread == 0) {arg.name}[r0] = t13;"]
+
+
+@needs_gxx
+def test_an_output_expanded_to_more_heads_is_computed_once_per_buffer_element() -> None:
+    """As population member fuzz_469102188 under a profile without MarkAliasesPrepare (2024's:
+    no segment_set cuts the expand off): a function of an input broadcast to 3 heads beside
+    an output of the input's shape, in one kernel. One loop over the input's shape computes
+    both; the expanded output's buffer is written where it is computed, not in a loop over the
+    3 heads that stores one of them (and read the input 3 times)."""
+    x = torch.randint(-3, 3, (2, 64, 128))
+
+    def body(fd):
+        a = define(fd, x)
+        fd.add_output(fd.ops.broadcast_in_dim(fd.ops.logical_not(a), shape=[2, 3, 64, 128],
+                                              broadcast_dims=[0, 2, 3]))
+        fd.add_output(fd.ops.neg(a))
+
+    fd = fusion_of(body)
+    segmented = segment_fusion(fd.fusion, [x], profile="nvfuser-2024")
+    assert [s.scheduler for s in segmented.segments] == ["pointwise"]
+    runner = SegmentRunner(segmented, [x.clone()], executor="cupy")
+    runner.run(segmented.segments[0])
+    expanded, negated = runner.outputs()
+    assert torch.equal(expanded, (x == 0)[:, None].expand(2, 3, 64, 128))
+    assert torch.equal(negated, -x)
+    ((kernel, arg),) = _expanded_args([registry._made["cupy"].last_kernel])
+    assert arg.shape == (2, 1, 64, 128) and arg.logical_shape == (2, 3, 64, 128)
+    loops = re.findall(r"loop (\[[^\]]*\])", kernel.heuristics)
+    assert loops == ["[2, 1, 64, 128]"], kernel.heuristics  # not [2, 3, 64, 128]
+    assert all(not line.startswith("if (") for line in _stores(kernel, arg.name))

@@ -114,6 +114,18 @@ def test_a_meta_op_feeding_computation_stays_with_its_producer():
     assert copy.inputs == (permute.output,)
 
 
+def test_dead_code_reading_a_meta_op_does_not_keep_it_with_its_producer():
+    """nvFuser walks ``Fusion::allTvs``, the tensors the outputs use: a computation of the
+    permute that no output reads (population member fuzz_469102188's unused ``bitwise_or``
+    of its expanded output) is no real computation, and the permute is cut off as without it."""
+    with FusionDefinition() as fd:
+        t2 = fd.ops.permute(fd.ops.exp(_matrix(fd)), dims=[1, 0])
+        fd.ops.tanh(t2)  # read by nothing
+        fd.add_output(t2)
+    prepared = _prepared(fd, (2, 3))
+    assert _ops(prepared)[:3] == ["exp", "segment_set", "permute"]
+
+
 def test_a_copied_fusion_output_is_replaced_by_its_copy():
     with FusionDefinition() as fd:
         t1 = fd.ops.exp(_matrix(fd))

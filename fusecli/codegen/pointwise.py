@@ -9,6 +9,7 @@ shape) get a loop of their own in the same kernel.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fusecli.codegen import cdtypes
@@ -52,16 +53,20 @@ def build_pointwise(ctx: KernelContext, name: str, params: PointwiseParams) -> K
 
 
 def loop_positions(ctx: KernelContext, tensor: TensorView, reference: TensorView,
-                   by_size: bool = False) -> tuple[int | None, ...] | None:
+                   by_size: bool = False, buffers: bool = False,
+                   ) -> tuple[int | None, ...] | None:
     """For each dim of ``tensor``, the dim of ``reference`` that is the same loop (None for a
     size-1 dim); None if a dim has no such loop or the sizes differ.
 
     With ``by_size``, a dim with no such loop (an expanded broadcast, say) takes a free loop
     dim of its size: fine for deciding where an output is stored, since its values are computed
-    at whatever index it is stored at, but not for which dims a reduction reduces.
+    at whatever index it is stored at, but not for which dims a reduction reduces. With
+    ``buffers``, both are outputs taken at their buffers' shapes: an expanded broadcast dim is
+    size 1 there.
     """
     dims = ctx.candidate.dims
-    shape, reference_shape = ctx.shape(tensor), ctx.shape(reference)
+    size_of = ctx.buffer_shape if buffers else ctx.shape
+    shape, reference_shape = size_of(tensor), size_of(reference)
     if tensor is reference:
         return tuple(p if size > 1 else None for p, size in enumerate(shape))
     reference_classes = [dims.class_of(reference, p) for p in _domain_positions(reference)]
@@ -83,17 +88,39 @@ def _domain_positions(tensor: TensorView) -> list[int]:
     return [p for p, d in enumerate(tensor.domain) if not d.is_reduction]
 
 
+def stored_positions(ctx: KernelContext, tensor: TensorView,
+                     reference: TensorView) -> tuple[int | None, ...] | None:
+    """``loop_positions`` by size of an output in a loop over ``reference``'s buffer: none for
+    its expanded broadcast dims, along which its buffer holds one element
+    (``KernelContext.buffer_shape``), stored at index 0."""
+    return loop_positions(ctx, tensor, reference, by_size=True, buffers=True)
+
+
+def written(ctx: KernelContext, tensor: TensorView) -> int:
+    """The elements a kernel writes for output ``tensor``: its buffer's."""
+    return math.prod(ctx.buffer_shape(tensor))
+
+
 def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
-    outputs = sorted(ctx.outputs, key=lambda t: -ctx.numel(t))
+    """A loop over the buffer of the output that writes the most, with every output whose
+    buffer or logical shape it covers; then the same for the rest. An expanded output's loop
+    is its buffer's, not its logical shape's: population member fuzz_469102188's broadcast
+    of [2, 8192, 2048] to 3 heads was a loop over all 3 that stored one, reading its input 3
+    times; it is one loop with the outputs of that shape now."""
+    outputs = sorted(ctx.outputs, key=lambda t: -written(ctx, t))
     nests: list[Nest] = []
     pending = list(outputs)
     while pending:
         reference = pending[0]
-        shape = ctx.shape(reference)
+        shape = ctx.buffer_shape(reference)
         needed = {p for p, size in enumerate(shape) if size > 1}
         covered, rest = [], []
-        for tensor in pending:
-            positions = loop_positions(ctx, tensor, reference, by_size=True)
+        for tensor in pending:  # the reference covers itself: every nest takes one output
+            positions = stored_positions(ctx, tensor, reference)
+            if positions is None or {p for p in positions if p is not None} != needed:
+                # an output expanded along loop dims: computed in the loop, its stores
+                # guarded to index 0 along them (where it is read anyway)
+                positions = loop_positions(ctx, tensor, reference, by_size=True)
             if positions is not None and {p for p in positions if p is not None} == needed:
                 covered.append((tensor, positions))
             else:

@@ -72,8 +72,14 @@ def _use_to_segment(
 
 
 def _exprs_depended_by_non_aliases(fusion: Fusion, analysis: AliasAnalysis) -> set[int]:
-    """Uids of the exprs every non-alias tensor (transitively) depends on."""
-    return fusion.upstream([value for value in fusion.vals()
+    """Uids of the exprs every non-alias tensor (transitively) depends on. nvFuser's tensors
+    are ``Fusion::allTvs``: those the outputs use and the inputs, so dead code is none of
+    them (population member fuzz_469102188: an unused ``bitwise_or`` of an expanded output
+    kept the segment_set out, and the expand in one transpose kernel with everything else,
+    where nvFuser runs a pointwise, an expr_eval and a transpose segment)."""
+    live = fusion.upstream(fusion.output_values)
+    used = [*fusion.inputs, *(v for e in fusion.exprs if e.uid in live for v in e.outputs)]
+    return fusion.upstream([value for value in used
                             if isinstance(value, TensorView) and analysis.root(value) is None])
 
 
