@@ -32,10 +32,10 @@ Candidate = tuple[int, tuple[int, ...], tuple[tuple[int, int, int], ...]]
 
 
 def collapsible(slicer: Slicer, selection: Selection) -> list[Candidate]:
-    """(resize uid, pad widths, bypasses) for each kept cat or pad whose tensor operands are all
-    results of kept slices of one value that nothing else reads and no output is: written as
-    one pad of that value (widths innermost dimension first, as ``fd.ops.pad`` takes them), the
-    slices bypassed to it."""
+    """A ``Candidate`` for each kept cat or pad whose tensor operands are all results of kept
+    slices of one value that nothing else reads and no output is: written as one pad of that
+    value (widths innermost dimension first, as ``fd.ops.pad`` takes them), the slices
+    bypassed to it."""
     kept = [e for e in slicer.units if e.uid in selection.exprs]
     aliases = slicer.aliases(selection)
     readers = readers_of(kept, aliases)
