@@ -245,9 +245,10 @@ def test_a_reduction_writes_an_ordered_output_row_major() -> None:
     assert outputs[0].is_contiguous()
 
 
-def test_with_every_output_stored_as_read_no_tile_is_kept() -> None:
-    """The only output is expanded along the loop's inner dim: its buffer is contiguous along
-    the staged input's dim, and nothing reads a tile back."""
+def test_an_output_expanded_along_the_inner_dim_loops_over_its_buffer() -> None:
+    """The only output is expanded along the loop's inner dim: the loop is its buffer's,
+    [512, 1], each element computed once and stored in turn; no tile (it was a tiled loop over
+    [512, 1024] whose stores were guarded to the first column)."""
     v = _input((512,), torch.float32)
 
     def body(fd):
@@ -255,6 +256,7 @@ def test_with_every_output_stored_as_read_no_tile_is_kept() -> None:
         fd.add_output(fd.ops.exp(e))
 
     (kernel,) = _check(fusion_of(body), [v], [v.exp()[:, None].expand(512, 1024)])
-    assert "stored as read" in kernel.heuristics and "no tile" in kernel.heuristics
+    assert "loop [512, 1] (" in kernel.heuristics and "tile" not in kernel.heuristics
     assert "__shared__" not in kernel.source and "__syncthreads" not in kernel.source
-    _assert_coalesced(kernel, (512, 1))
+    # consecutive threads take consecutive groups, each stores its own element, unguarded
+    assert re.search(r"^ *T\d+\[i0\] = ", kernel.source, re.MULTILINE), kernel.source

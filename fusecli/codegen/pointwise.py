@@ -88,12 +88,18 @@ def _domain_positions(tensor: TensorView) -> list[int]:
     return [p for p, d in enumerate(tensor.domain) if not d.is_reduction]
 
 
-def stored_positions(ctx: KernelContext, tensor: TensorView,
-                     reference: TensorView) -> tuple[int | None, ...] | None:
-    """``loop_positions`` by size of an output in a loop over ``reference``'s buffer: none for
-    its expanded broadcast dims, along which its buffer holds one element
-    (``KernelContext.buffer_shape``), stored at index 0."""
-    return loop_positions(ctx, tensor, reference, by_size=True, buffers=True)
+def covered_positions(ctx: KernelContext, tensor: TensorView, reference: TensorView,
+                      needed: set[int]) -> tuple[int | None, ...] | None:
+    """Where output ``tensor`` is stored in a loop over ``reference``'s buffer whose dims of
+    more than one element are ``needed``; None where the loop does not cover it. Its own
+    buffer's dims first (none for its expanded broadcast dims, along which it holds one
+    element, ``KernelContext.buffer_shape``); else, expanded along loop dims, it is computed
+    in the loop and stored where its index along them is 0 (``source.store``)."""
+    for buffers in (True, False):
+        positions = loop_positions(ctx, tensor, reference, by_size=True, buffers=buffers)
+        if positions is not None and {p for p in positions if p is not None} == needed:
+            return positions
+    return None
 
 
 def written(ctx: KernelContext, tensor: TensorView) -> int:
@@ -116,12 +122,8 @@ def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
         needed = {p for p, size in enumerate(shape) if size > 1}
         covered, rest = [], []
         for tensor in pending:  # the reference covers itself: every nest takes one output
-            positions = stored_positions(ctx, tensor, reference)
-            if positions is None or {p for p in positions if p is not None} != needed:
-                # an output expanded along loop dims: computed in the loop, its stores
-                # guarded to index 0 along them (where it is read anyway)
-                positions = loop_positions(ctx, tensor, reference, by_size=True)
-            if positions is not None and {p for p in positions if p is not None} == needed:
+            positions = covered_positions(ctx, tensor, reference, needed)
+            if positions is not None:
                 covered.append((tensor, positions))
             else:
                 rest.append(tensor)

@@ -25,7 +25,12 @@ from fusecli.codegen.context import KernelContext
 from fusecli.codegen.emitter import Emitter
 from fusecli.codegen.indexing import Index, IndexSpace, add, const, contiguous_strides
 from fusecli.codegen.kernel import Kernel
-from fusecli.codegen.pointwise import build_pointwise, loop_positions
+from fusecli.codegen.pointwise import (
+    build_pointwise,
+    covered_positions,
+    loop_positions,
+    written,
+)
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
 from fusecli.segment.heuristics import PointwiseParams, TransposeParams
@@ -101,14 +106,14 @@ def _tile_bytes(staged, tile: int) -> int:
 
 
 def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
-    outputs = sorted(ctx.outputs, key=lambda t: -ctx.numel(t))
+    outputs = sorted(ctx.outputs, key=lambda t: -written(ctx, t))
     reference = outputs[0]
-    shape = ctx.shape(reference)
+    shape = ctx.buffer_shape(reference)  # the loop: no tiles along an expanded output's dims
     needed = {p for p, size in enumerate(shape) if size > 1}
     mapped = []
     for tensor in outputs:
-        positions = loop_positions(ctx, tensor, reference, by_size=True)
-        if positions is None or {p for p in positions if p is not None} != needed:
+        positions = covered_positions(ctx, tensor, reference, needed)
+        if positions is None:
             return None
         mapped.append((tensor, positions))
     inner = max(needed, default=None)
