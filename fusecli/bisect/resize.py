@@ -81,9 +81,7 @@ def as_pad(selection: Selection, candidates: list[Candidate]) -> Selection:
 def _widths(slicer: Slicer, expr: Expr, first: Expr, source: TensorView) -> tuple[int, ...] | None:
     """The pad of ``source`` to the resize's shape, innermost dimension first; None where the
     shapes are not static or nothing would be resized."""
-    given = slicer.values.get(source.uid)
-    if given is None:
-        given = slicer.example(source, {})
+    given = slicer.value_of(source)
     result = slicer.values.get(expr.outputs[0].uid)
     if not isinstance(given, torch.Tensor) or not isinstance(result, torch.Tensor):
         return None

@@ -197,7 +197,7 @@ class Slicer:
             operands = [v for v in operands if isinstance(v, TensorView)]
             for expanded in (False, True):
                 alike = [v for v in operands if _same_form(
-                    result, self.values[result.uid], v, self._value_of(v), expanded)]
+                    result, self.values[result.uid], v, self.value_of(v), expanded)]
                 if alike:
                     found.append((expr.uid, alike[0].uid))
                     break
@@ -232,7 +232,7 @@ class Slicer:
             if producer is not None and len(producer.outputs) != 1:
                 continue  # var_mean and the like: merging one result would lose the other
             earlier = [b for b in present[:index] if b.dtype is value.dtype and _same_form(
-                value, self._value_of(value), b, self._value_of(b))]
+                value, self.value_of(value), b, self.value_of(b))]
             if not earlier:
                 continue
             same = [b for b in earlier if self._identical(value, b, aliases)]
@@ -277,7 +277,8 @@ class Slicer:
                 and [v.uid for v in _reads(first, aliases)]
                 == [v.uid for v in _reads(second, aliases)])
 
-    def _value_of(self, value: Val) -> object:
+    def value_of(self, value: Val) -> object:
+        """``value``'s recorded value: the original input, or what the reference computed."""
         return self._inputs[value.uid] if value.uid in self._inputs else self.values.get(value.uid)
 
     def output_uids(self, selection: Selection) -> tuple[int, ...]:

@@ -43,8 +43,8 @@ def computed_for_inputs(slicer: Slicer, exprs: list[Expr], inputs: list[Val], pr
             if (candidate.uid not in computed or candidate.uid == value.uid
                     or slicer._position[producer.uid] >= first
                     or candidate.dtype is not value.dtype
-                    or not _same_form(value, slicer._value_of(value), candidate,
-                                      slicer._value_of(candidate), expanded=True)
+                    or not _same_form(value, slicer.value_of(value), candidate,
+                                      slicer.value_of(candidate), expanded=True)
                     or _depends_on(candidate, value, exprs, aliases)):
                 continue
             found.append((value.uid, candidate.uid))

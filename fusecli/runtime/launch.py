@@ -131,8 +131,7 @@ class Launch:
             for slot, position in self.inputs:
                 slots[slot] = inputs[position].data_ptr()
             for slot, uid, shape, dtype, logical, strides in self.outputs:
-                tensor = (torch.empty_strided(shape, strides, dtype=dtype, device=device)
-                          if strides else torch.empty(shape, dtype=dtype, device=device))
+                tensor = empty_output(shape, strides, dtype, device)
                 if executor.poison:
                     poison_tensor(tensor)
                 outputs[uid] = tensor.expand(logical) if logical else tensor
@@ -233,10 +232,7 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
         if param.kind is ArgKind.INPUT:
             values.append(env[param.value.uid])
         elif param.kind is ArgKind.OUTPUT:
-            tensor = (torch.empty_strided(param.shape, param.strides,
-                                          dtype=dt.to_torch(param.dtype), device=device)
-                      if param.strides else
-                      torch.empty(param.shape, dtype=dt.to_torch(param.dtype), device=device))
+            tensor = empty_output(param.shape, param.strides, dt.to_torch(param.dtype), device)
             if poison:
                 poison_tensor(tensor)
             outputs[param.value.uid] = (
@@ -267,6 +263,15 @@ def workspace(param: KernelArg, device: torch.device,
             return memory
         kept[param.name] = memory
     return kept[param.name]
+
+
+def empty_output(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.dtype,
+                 device: torch.device) -> torch.Tensor:
+    """An output buffer: dense in its stride order where it has ``strides``, else row-major.
+    (``Launch.plain`` inlines this, on the warm path.)"""
+    if strides:
+        return torch.empty_strided(shape, strides, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 def poison_tensor(tensor: torch.Tensor) -> None:

@@ -30,6 +30,7 @@ from fusecli.ir.nodes import Expr, Fusion, TensorView
 from fusecli.segment.aliases import AliasAnalysis, find_aliases
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.result import Segment, SegmentedFusion
+from fusecli.segment.schedulers import REGISTRY
 
 # Schedulers whose outputs may be evaluated views: expr_eval's all are, the rest call markAliases
 EVALUATING_SCHEDULERS = frozenset({"expr_eval", "no_op", "pointwise", "reduction", "resize"})
@@ -104,8 +105,6 @@ def _marked(
 def _output_orders(segmented: SegmentedFusion) -> dict[int, tuple[int, ...]]:
     """``FusionGraph.output_orders`` of the outputs whose segment writes them in that order
     (``Scheduler.orders_outputs``); the others are row-major."""
-    from fusecli.segment.schedulers import REGISTRY
-
     if not segmented.segments:
         return {}
     orders = segmented.segments[0].candidate.graph.output_orders
