@@ -260,3 +260,40 @@ def test_an_output_expanded_along_the_inner_dim_loops_over_its_buffer() -> None:
     assert "__shared__" not in kernel.source and "__syncthreads" not in kernel.source
     # consecutive threads take consecutive groups, each stores its own element, unguarded
     assert re.search(r"^ *T\d+\[i0\] = ", kernel.source, re.MULTILINE), kernel.source
+
+
+@pytest.mark.parametrize("packed", [2, 4])
+def test_a_small_contiguous_dim_is_read_with_the_next(packed: int) -> None:
+    """An input laid out [packed, 64, 96] with strides (1, packed, 64 * packed) (population
+    member fuzz_469102188's layout): no tile divides its contiguous dim, so the next one,
+    packed right after it, takes the tile, and the tiles walk the small dim first, so that
+    the blocks reading one stretch of memory run side by side. It was an untiled loop."""
+    x = _input((96, 64, packed), torch.float32).permute(2, 1, 0)
+    assert x.stride() == (1, packed, 64 * packed)
+    y = _input((packed, 64, 96), torch.float32)  # row-major: the output is too
+
+    def body(fd):
+        t = define(fd, x)
+        fd.add_output(fd.ops.add(fd.ops.mul(t, fd.ops.abs(t)), define(fd, y)))
+
+    (kernel,) = _check(fusion_of(body), [x, y], [x * x.abs() + y])
+    assert "tiles of 32x32 over dims 1 and 2" in kernel.heuristics, kernel.heuristics
+    assert "__shared__" in kernel.source
+    _assert_coalesced(kernel, (packed, 64, 96))
+    # the tile's first dim-0 coordinate varies fastest with the tile number
+    assert re.search(r"i0 = \(?tile % " + str(packed), kernel.source), kernel.source
+
+
+def test_a_larger_contiguous_dim_is_not_packed() -> None:
+    """A contiguous dim of 8 elements is no small one: no tile divides it, and the kernel is
+    the untiled loop."""
+    x = _input((96, 64, 8), torch.float32).permute(2, 1, 0)
+
+    y = _input((8, 64, 96), torch.float32)
+
+    def body(fd):
+        t = define(fd, x)
+        fd.add_output(fd.ops.sub(define(fd, y), t))
+
+    (kernel,) = _check(fusion_of(body), [x, y], [y - x])
+    assert "tile" not in kernel.heuristics

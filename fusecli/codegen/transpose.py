@@ -35,6 +35,8 @@ from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
 from fusecli.segment.heuristics import PointwiseParams, TransposeParams
 
+PACKED_ELEMENTS = 4  # a contiguous dim this small is read with the next (``_read_along``)
+
 
 @dataclass(frozen=True, slots=True)
 class TilePlan:
@@ -46,6 +48,7 @@ class TilePlan:
     across_outputs: tuple[tuple[TensorView, tuple[int | None, ...]], ...]  # stored as read
     tile: int  # the tile's edge
     params: TransposeParams
+    fastest: tuple[int, ...] = ()  # loop dims the tiles walk first (``_read_along``)
 
     @property
     def tiled(self) -> tuple[tuple[TensorView, tuple[int | None, ...]], ...]:
@@ -83,12 +86,18 @@ def build_transpose(ctx: KernelContext, name: str, params: TransposeParams) -> K
     tile, threads, columns, rows = plan.tile, params.threads, params.columns, params.rows
     summary = (
         f"transpose: loop {list(plan.shape)}, {plan.tiles} tiles of {tile}x{tile} over dims "
-        f"{plan.across} and {plan.inner}; {_staging(ctx, plan)}; block {threads} "
+        f"{plan.across} and {plan.inner}{_walk(plan)}; {_staging(ctx, plan)}; block {threads} "
         f"({columns} x {rows}, {tile // columns} x {tile // rows} elements per thread), "
         f"grid {grid} (grid-stride over tiles); {bits}-bit indexing"
     )
     source = assemble(ctx, name, threads, emitter.lines, index_type, summary)
     return Kernel(name, source, (grid, 1, 1), (threads, 1, 1), 0, ctx.params(), summary)
+
+
+def _walk(plan: TilePlan) -> str:
+    if not plan.fastest:
+        return ""
+    return f", dim {', '.join(map(str, plan.fastest))} first (packed inside dim {plan.across})"
 
 
 def _staging(ctx: KernelContext, plan: TilePlan) -> str:
@@ -119,19 +128,17 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
     inner = max(needed, default=None)
     if inner is None:
         return None
-    staged, across = [], None
+    staged, across, fastest = [], None, ()
     for tensor in ctx.segment.inputs:
         layout = ctx.layouts[tensor.uid]
         positions = loop_positions(ctx, tensor, reference)
         if layout.host_scalar or positions is None:
             continue
-        contiguous = [d for d, (size, stride) in enumerate(zip(ctx.shape(tensor), layout.strides))
-                      if stride == 1 and size > 1]
-        if not contiguous or positions[contiguous[0]] in (None, inner):
+        read_along, ahead = _read_along(ctx, tensor, positions, inner)
+        if read_along is None or across not in (None, read_along):
             continue
-        if across not in (None, positions[contiguous[0]]):
-            continue
-        across = positions[contiguous[0]]
+        across = read_along
+        fastest = fastest or ahead
         staged.append((tensor, positions))
     if across is None:
         return None
@@ -143,8 +150,39 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
         if (shape[inner] % tile == 0 and shape[across] % tile == 0
                 and _tile_bytes(staged, tile) <= params.max_tile_bytes):
             return TilePlan(shape, inner, across, tuple(staged), tuple(later), tuple(as_read),
-                            tile, params)
+                            tile, params, fastest)
     return None
+
+
+def _read_along(ctx: KernelContext, tensor: TensorView, positions: tuple[int | None, ...],
+                inner: int) -> tuple[int | None, tuple[int, ...]]:
+    """The loop dim along which consecutive threads read the input ``tensor`` (its contiguous
+    dim's), None where that is the outputs' ``inner`` dim (no transpose) or no loop dim; and
+    the loop dims of the dims packed inside it, fastest first.
+
+    A contiguous dim of at most ``PACKED_ELEMENTS`` elements, with the next dim of the
+    tensor's stride order packed right after it, does not take the tile (no tile would divide
+    it): the next dim does, and the small ones become the tiles' fastest dims, so that the
+    blocks reading one stretch of memory run side by side and share its cache lines (nvFuser
+    merges such dims into a virtual inner dim). Population member fuzz_469102188 reads a float
+    input laid out [2, 8192, 2048] with strides (1, 2, 16384): it was an untiled loop reading
+    one element per 64 KiB."""
+    shape, strides = ctx.shape(tensor), ctx.layouts[tensor.uid].strides
+    order = sorted((d for d, size in enumerate(shape) if size > 1), key=lambda d: strides[d])
+    ahead: list[int] = []
+    extent = 1
+    for number, dim in enumerate(order):
+        if strides[dim] != extent or positions[dim] in (None, inner):
+            return None, ()
+        extent *= shape[dim]
+        following = order[number + 1] if number + 1 < len(order) else None
+        if (extent <= PACKED_ELEMENTS and following is not None
+                and strides[following] == extent
+                and positions[following] not in (None, inner)):
+            ahead.append(positions[dim])
+            continue
+        return positions[dim], tuple(ahead)
+    return None, ()
 
 
 def _contiguous_position(ctx: KernelContext, output: TensorView,
@@ -242,9 +280,12 @@ def _tile_corner(e: Emitter, plan: TilePlan) -> dict[int, Index]:
     """The loop coordinates of the tile's first element, per loop dim."""
     sizes = [size // plan.tile if dim in (plan.inner, plan.across) else size
              for dim, size in enumerate(plan.shape)]
+    walk = [d for d in range(len(sizes)) if d not in plan.fastest] + list(plan.fastest[::-1])
+    strides = dict(zip(walk, contiguous_strides(tuple(sizes[d] for d in walk))))
     tile = e.space.var("tile", 0, plan.tiles - 1)
     corner: dict[int, Index] = {}
-    for dim, (count, stride) in enumerate(zip(sizes, contiguous_strides(tuple(sizes)))):
+    for dim, count in enumerate(sizes):
+        stride = strides[dim]
         if plan.shape[dim] == 1:
             continue
         position = e.space.remainder(e.space.divide(tile, stride), count)
