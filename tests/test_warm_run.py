@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import re
 import warnings
 import weakref
 from pathlib import Path
@@ -298,3 +299,29 @@ def test_on_the_gpu_the_replay_launches_what_the_full_run_launches(path: Path) -
                 assert torch.equal(got, want) or (
                     got.is_floating_point() and ((got == want) | (got.isnan() & want.isnan())).all()
                 )
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_on_the_gpu_a_kernel_with_a_workspace_and_scalars_replays_as_one_plain_call() -> None:
+    """An outer reduction split over blocks (a zeroed workspace of partials and counters) of
+    a tensor times a scalar input: the replay calls the planned launch as one function
+    (workspaces made, the signature's scalars written as the first call had them), and each
+    call computes its own inputs' values."""
+    from fusecli.runtime.cupy_executor import cupy_available
+
+    if cupy_available() is not None:
+        pytest.skip(cupy_available())
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.sum(fd.ops.mul(x, s), dims=[0]))
+    for value in (1.5, 1.5, -2.0, -2.0):
+        x = torch.randn(16384, 512, device="cuda")
+        (got,) = execute(fd.fusion, [x, value], executor="cupy")
+        torch.testing.assert_close(got, (x.double() * value).sum(0).float(),
+                                   rtol=1e-4, atol=1e-3)
+    sources = [run.source for run in fd.fusion.memo["warm"].values() if run is not None]
+    assert len(sources) == 2, sources
+    for source in sources:
+        assert re.search(r"= P\d+\(", source) and not re.search(r"\bL\d+\(", source), source

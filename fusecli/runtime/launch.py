@@ -157,21 +157,39 @@ class Launch:
             executor._wait(segment, self.kernel, device)
         return outputs
 
-    def plain(self, executor: Any) -> Any:
+    def plain(self, executor: Any, numbers: dict[int, object] | None = None) -> Any:
         """The launch as one function of the segment's input tensors returning its outputs (in
-        ``self.outputs`` order), for a kernel with only tensor parameters on an executor that
-        neither poisons nor waits; None otherwise. The warm run (``runtime.warm``) calls it."""
-        if self.others or executor.poison or executor.synchronize or self.direct is not None:
+        ``self.outputs`` order), on an executor that neither poisons nor waits; None otherwise.
+        The warm run (``runtime.warm``) calls it. Workspaces are made as ``__call__`` makes
+        them (zeroed ones once, the rest per call); a scalar parameter takes its value from
+        ``numbers`` (slot -> number: the caller's own, fixed for it, as a warm run's sizes and
+        constants are); a launch with any other (random ops' seeds, a host scalar's tensor)
+        has none."""
+        if executor.poison or executor.synchronize or self.direct is not None:
             return None
+        numbers = numbers or {}
+        fixed, fresh = [], []  # (slot or typed slot, value): written per call, as slots are shared
+        for slot, param, typed in self.others:
+            if param.kind is ArgKind.WORKSPACE:
+                if param.zeroed:
+                    fixed.append((slot, workspace(param, self.device, typed).data_ptr()))
+                else:
+                    fresh.append((slot, max(1, param.nbytes)))
+            elif slot in numbers and param.kind is ArgKind.SCALAR:
+                number = numbers[slot]
+                number = number.item() if isinstance(number, torch.Tensor) else number
+                fixed.append((typed, _PACK[param.ctype](number)))
+            else:
+                return None
         slots, lock, device, address, params = (
             self.slots, self.lock, self.device, self.address, self.params)
         inputs = tuple(self.inputs)
         outputs = tuple((slot, shape, dtype, logical, strides)
                         for slot, _, shape, dtype, logical, strides in self.outputs)
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
-        launch_kernel, stream_of, empty, empty_strided = (
+        launch_kernel, stream_of, empty, empty_strided, uint8 = (
             _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty,
-            torch.empty_strided)
+            torch.empty_strided, torch.uint8)
 
         def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
             made = []
@@ -183,6 +201,14 @@ class Launch:
                               if strides else empty(shape, dtype=dtype, device=device))
                     slots[slot] = tensor.data_ptr()
                     made.append(tensor.expand(logical) if logical else tensor)
+                held = [empty((size,), dtype=uint8, device=device) for _, size in fresh]
+                for (slot, _), memory in zip(fresh, held):
+                    slots[slot] = memory.data_ptr()
+                for target, value in fixed:
+                    if type(target) is int:
+                        slots[target] = value
+                    else:
+                        target.value = value
                 launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
             return made
 

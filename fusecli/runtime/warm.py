@@ -7,7 +7,8 @@ records what it did, a ``Trace`` of steps; a ``WarmRun`` built from that trace r
 every later call of the signature:
 
 - a generated kernel's step is its planned ``Launch`` (pointers written into the parameter
-  buffer, outputs allocated, cuLaunchKernel on torch's current stream);
+  buffer, outputs and workspaces allocated, the scalars the signature decides written as the
+  first call had them, cuLaunchKernel on torch's current stream);
 - an ATen step calls the op's torch function with the operands the first call found: tensors
   from the environment, every other operand (constants, scalar inputs, sizes) as it was then;
 - scalar exprs the signature decides (sizes, arithmetic on scalar inputs and constants) are not
@@ -34,11 +35,12 @@ from typing import Any
 
 import torch
 
+from fusecli.codegen.kernel import ArgKind
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
 from fusecli.runtime.aten_elementwise import ELEMENTWISE_COMPUTE, ELEMENTWISE_OPS, operand_device
-from fusecli.runtime.context import value_of
+from fusecli.runtime.context import MissingValueError, value_of
 from fusecli.runtime.faults import ENV_VAR
 
 CAPACITY = 32  # compiled signatures kept per fusion
@@ -188,10 +190,27 @@ def _reads_env(step: tuple, fixed: set[int]) -> bool:
     if step[0] == "aten":
         return _runs_on_env(step[1], fixed)
     for _, param, _ in step[2].others:
+        if param.kind is ArgKind.WORKSPACE:
+            continue
         value = getattr(param, "value", None)
         if not isinstance(value, Scalar) or not (value.uid in fixed or value.is_constant):
             return True
     return False
+
+
+def _fixed_numbers(program: _Program, launch: Any) -> dict[int, object]:
+    """The value of each scalar parameter of ``launch`` that the signature decides (a size,
+    a constant, a scalar input), by slot: a plain launch writes them as they are."""
+    numbers = {}
+    for slot, param, _ in launch.others:
+        value = param.value
+        if param.kind is ArgKind.SCALAR and isinstance(value, Scalar) and (
+                value.uid in program.fixed or value.is_constant):
+            try:
+                numbers[slot] = value_of(value, program.names["BASE"])
+            except MissingValueError:
+                continue
+    return numbers
 
 
 def _runs_on_env(expr: Expr, fixed: set[int]) -> bool:
@@ -228,7 +247,7 @@ def _kernel_step(program: _Program, segment: Any, launch: Any, executor: Any) ->
     tensors alone is one call of ``Launch.plain``; others go through the launch's own call."""
     tensors = ", ".join(f"v{value.uid}" for value in segment.inputs)
     outputs = [uid for _, uid, *_ in launch.outputs]
-    plain = launch.plain(executor)
+    plain = launch.plain(executor, _fixed_numbers(program, launch))
     if plain is not None:
         program.lines.append(f"{', '.join(f'v{uid}' for uid in outputs)}, = "
                              f"{program.name('P', plain)}({tensors})")
