@@ -23,6 +23,7 @@ from fusecli.codegen import ArgKind, Kernel
 from fusecli.frontend import DataType
 from fusecli.runtime import registry
 from fusecli.runtime.segmented import SegmentRunner
+from fusecli.segment.candidate import FusionGraph
 from fusecli.segment.segmenter import segment_fusion
 
 pytestmark = needs_gxx
@@ -124,6 +125,16 @@ LAYOUTS = [
 ]
 
 
+@pytest.fixture
+def row_major_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fusion outputs laid out row-major (no ``output_orders``), as a transpose segment's are:
+    nvFuser's AllocationDomainPass gives a permuted view's function the input's order, and a
+    pointwise segment then loops in it with no tile at all
+    (``test_an_ordered_output_is_written_by_a_loop_in_its_order``)."""
+    monkeypatch.setattr(FusionGraph, "output_orders", property(lambda self: {}))
+
+
+@pytest.mark.usefixtures("row_major_outputs")
 @pytest.mark.parametrize("dtype", list(OPS), ids=str)
 @pytest.mark.parametrize("shape, dims, tile", LAYOUTS, ids=str)
 def test_an_output_in_the_inputs_layout_is_stored_as_read(shape, dims, tile, dtype) -> None:
@@ -147,6 +158,31 @@ def test_an_output_in_the_inputs_layout_is_stored_as_read(shape, dims, tile, dty
     assert "stored as read" in kernel.heuristics
 
 
+@pytest.mark.parametrize("dtype", list(OPS), ids=str)
+@pytest.mark.parametrize("shape, dims, tile", LAYOUTS, ids=str)
+def test_an_ordered_output_is_written_by_a_loop_in_its_order(shape, dims, tile, dtype) -> None:
+    """The same fusions as nvFuser lays them out: the function of the permuted view is an
+    output in the input's order, so the pointwise loop runs in that order (population member
+    fuzz_436829705: a column-major input and output, read and written along the rows): every
+    store and load coalesced, no tile."""
+    permuted, same, eager_permuted, eager_same = OPS[dtype]
+    x = _input(shape, dtype)
+
+    def body(fd):
+        a = define(fd, x)
+        fd.add_output(permuted(fd, fd.ops.permute(a, dims)))
+        fd.add_output(same(fd, a))
+
+    expected = [eager_permuted(x.permute(dims)), eager_same(x)]
+    (kernel,) = _check(fusion_of(body), [x], expected)
+    assert "tile" not in kernel.source and kernel.heuristics.startswith("pointwise: loop "
+                                                                       f"{list(shape)} ")
+    if "groups of 1;" not in kernel.heuristics:  # both outputs and the input move in vectors
+        accesses = kernel.heuristics.rsplit("16-byte accesses: ", 1)[1].split(", ")
+        assert len(accesses) == 3, kernel.heuristics
+
+
+@pytest.mark.usefixtures("row_major_outputs")
 def test_a_tensor_broadcast_along_both_tile_dims_and_a_scalar_are_read_as_read() -> None:
     x, scale = _input((2, 64, 96), torch.float32), _input((2, 1, 1), torch.float32)
 

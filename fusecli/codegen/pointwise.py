@@ -128,10 +128,32 @@ def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
             else:
                 rest.append(tensor)
         cdtypes.require((*ctx.segment.inputs, *ctx.outputs))
+        shape, covered = _in_stride_order(ctx, reference, shape, covered)
         lanes = params.vector_width(shape[-1] if shape else 1)
         nests.append(Nest(shape, tuple(covered), lanes))
         pending = rest
     return nests
+
+
+def _in_stride_order(ctx: KernelContext, reference: TensorView, shape: tuple[int, ...],
+                     covered: list[tuple[TensorView, tuple[int | None, ...]]],
+                     ) -> tuple[tuple[int, ...], list[tuple[TensorView, tuple[int | None, ...]]]]:
+    """The loop with its dims in the stride order of ``reference``'s buffer, where it has one
+    (``KernelContext.output_order``), so that the output is stored as it lies in memory,
+    its contiguous dim innermost (vectorized); unchanged otherwise. Population member
+    fuzz_436829705 multiplies a column-major bf16 input into an output of the same order:
+    the loop ran row-major, both sides read and written 2 bytes at a time along the columns."""
+    order = ctx.output_order(reference)
+    if not order or len(order) != len(shape):
+        return shape, covered
+    loop = sorted(range(len(shape)), key=lambda dim: -order[dim])  # outermost first
+    dims = [dim for dim in loop if shape[dim] > 1]
+    if dims == sorted(dims):  # the same loop: size-1 dims go nowhere
+        return shape, covered
+    moved = {old: new for new, old in enumerate(loop)}
+    return tuple(shape[dim] for dim in loop), [
+        (tensor, tuple(None if p is None else moved[p] for p in positions))
+        for tensor, positions in covered]
 
 
 def _emit_nest(emitter: Emitter, nest: Nest, group: str, unroll: int = 1) -> None:

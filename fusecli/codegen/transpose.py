@@ -125,9 +125,9 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
         if positions is None:
             return None
         mapped.append((tensor, positions))
-    inner = max(needed, default=None)
-    if inner is None:
+    if not needed:
         return None
+    inner = _contiguous_position(ctx, reference, mapped[0][1])  # the reference's, in its order
     staged, across, fastest = [], None, ()
     for tensor in ctx.segment.inputs:
         layout = ctx.layouts[tensor.uid]
