@@ -97,3 +97,20 @@ def test_minimizing_writes_the_resize_as_one_pad():
     assert result.piece.ops == ["reshape", "permute", "pad"], result.piece.ops
     assert oracle._fails(result.piece.loaded)
     run_reference(result.piece.loaded.fusion, result.piece.loaded.inputs)
+
+
+def test_minimizing_with_smaller_sizes_writes_the_permute_as_a_reshape():
+    """With sizes shrunk, llama_rope's sequence dim becomes 1, and the permute that moved the
+    heads across it moves only size-1 dims at the shrunk sizes: a reshape, collapsed into the
+    first. Judged at the recorded sizes it stayed a permute (real nvFuser's bfs.h failure
+    took a second bisect of minimized.py, whose recorded sizes were the shrunk ones)."""
+    from fusecli.bisect.minimize import minimize
+    from fusecli.bisect.results import Tracker
+
+    slicer = _slicer(Path(__file__).resolve().parent / "nvfuser_corpus"
+                     / "llama_rope_cos_sin_2d.py")
+    oracle = _ResizeOracle("reshape", "cat")
+    result = minimize(slicer, slicer.everything(), oracle, Tracker(), shrink_sizes=True)
+    assert result.piece.ops == ["reshape", "pad"], result.piece.ops
+    assert oracle._fails(result.piece.loaded)
+    run_reference(result.piece.loaded.fusion, result.piece.loaded.inputs)

@@ -97,23 +97,37 @@ def _minimize(
         selection = _shrink(selection, sizes_of(piece), prober, tracker, width)
     selection = _common_subexpressions(slicer, selection, prober, tracker)
     selection = _unary_links(slicer, selection, prober, tracker)
-    for _ in range(_BYPASS_ROUNDS):
-        kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
-                     width=width, on_step=report)
-        selection = replace(selection, exprs=frozenset(kept))
-        if prober.out_of_budget:
-            break
-        simpler = selection
-        for step in _SIMPLIFICATIONS:
+
+    def rounds(selection: Selection) -> Selection:
+        for _ in range(_BYPASS_ROUNDS):
+            kept = ddmin(sorted(selection.exprs, key=order.__getitem__), test_exprs,
+                         width=width, on_step=report)
+            selection = replace(selection, exprs=frozenset(kept))
             if prober.out_of_budget:
                 break
-            simpler = step(slicer, simpler, prober, tracker, width)
-        if simpler == selection:
+            simpler = selection
+            for step in _SIMPLIFICATIONS:
+                if prober.out_of_budget:
+                    break
+                simpler = step(slicer, simpler, prober, tracker, width)
+            if simpler == selection:
+                break
+            selection = simpler
+        return _minimize_outputs(slicer, selection, prober, tracker, oracle)
+
+    for number in range(_PASSES):
+        if number and (prober.out_of_budget or not shrink_sizes):
             break
-        selection = simpler
-    selection = _minimize_outputs(slicer, selection, prober, tracker, oracle)
-    if shrink_sizes and not prober.out_of_budget:
-        selection = _shrink(selection, sizes_of(slicer.build(selection)), prober, tracker, width)
+        selection = rounds(selection)
+        if not shrink_sizes or prober.out_of_budget:
+            break
+        shrunk = _shrink(selection, sizes_of(slicer.build(selection)), prober, tracker, width)
+        if shrunk == selection:
+            break
+        # smaller sizes can open simplifications that did not apply before (a permute of a
+        # dimension now of size 1 is a reshape, and a reshape of a reshape one reshape): one
+        # more pass, as a second bisect of minimized.py would make (llama_rope: 7 -> 6 ops)
+        selection = shrunk
     return Minimization(
         selection, slicer.build(selection), prober.steps, prober.flaky, prober.last_passing,
         oracle.queries - asked, time.perf_counter() - started, others=prober.others,
@@ -122,6 +136,7 @@ def _minimize(
 
 
 _BYPASS_ROUNDS = 4  # ddmin, bypasses, merges, folds, ddmin, ...: each round removes exprs
+_PASSES = 2  # the rounds, fewer outputs and smaller sizes; again where the sizes shrank
 _LARGE = 1 << 22  # input elements above which sizes are shrunk before ops are removed
 
 

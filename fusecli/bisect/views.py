@@ -23,20 +23,23 @@ if TYPE_CHECKING:
     from fusecli.bisect.selection import Selection, Slicer
 
 
-def moves_only_size_1(slicer: Slicer, expr: Expr) -> bool:
-    """Whether a permute moves only size-1 dimensions of its operand (as the reference
-    recorded it, the fusion's inputs included)."""
+def moves_only_size_1(slicer: Slicer, expr: Expr, selection: Selection | None = None) -> bool:
+    """Whether a permute moves only size-1 dimensions of its operand: of the shape the
+    reference recorded (the fusion's inputs included), at the sizes ``selection`` shrank them
+    to (a sequence of 2048 shrunk to 1 makes a permute of it a reshape)."""
     operand = slicer.values.get(expr.inputs[0].uid)
     if not isinstance(operand, torch.Tensor):
         return False
-    moved = [axis for axis in expr.attr("dims") if operand.shape[axis] != 1]
+    sizes = dict(selection.extents) if selection is not None else {}
+    moved = [axis for axis in expr.attr("dims") if sizes.get(operand.shape[axis],
+                                                             operand.shape[axis]) != 1]
     return moved == sorted(moved)
 
 
 def reshapeable(slicer: Slicer, selection: Selection) -> list[int]:
     """The kept permutes that move only size-1 dimensions and are not written as a reshape."""
     return [e.uid for e in slicer.units if e.uid in selection.exprs and e.op is OpType.permute
-            and e.uid not in selection.as_reshape and moves_only_size_1(slicer, e)]
+            and e.uid not in selection.as_reshape and moves_only_size_1(slicer, e, selection)]
 
 
 def as_reshape(selection: Selection, uids: list[int]) -> Selection:
