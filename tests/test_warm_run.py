@@ -325,19 +325,3 @@ def test_on_the_gpu_a_kernel_with_a_workspace_and_scalars_replays_as_one_plain_c
     assert len(sources) == 2, sources
     for source in sources:
         assert re.search(r"= P\d+\(", source) and not re.search(r"\bL\d+\(", source), source
-
-
-@pytest.mark.parametrize("shape, strides, logical", [
-    ((8192, 1), (), (8192, 4096)), ((4, 1, 3), (), (4, 5, 3)), ((3, 0), (), ()),
-    ((2, 3), (1, 2), ()), ((2, 1), (1, 2), (2, 7)), ((1, 1), (), (1, 1)), ((), (), ()),
-])
-def test_a_planned_launch_allocates_an_expanded_output_in_one_call(shape, strides, logical):
-    """``Launch.plain`` makes each output with one ``empty_strided``: the same shape, strides
-    and storage as the buffer ``empty_output`` makes, expanded to the logical shape."""
-    from fusecli.runtime.launch import _allocated, empty_output
-
-    buffer = empty_output(shape, strides, torch.float32, torch.device("cpu"))
-    expected = buffer.expand(logical) if logical else buffer
-    made = torch.empty_strided(*_allocated(shape, strides, logical))
-    assert made.shape == expected.shape and made.stride() == expected.stride()
-    assert made.untyped_storage().nbytes() == expected.untyped_storage().nbytes()

@@ -184,7 +184,7 @@ class Launch:
         slots, lock, device, address, params = (
             self.slots, self.lock, self.device, self.address, self.params)
         inputs = tuple(self.inputs)
-        outputs = tuple((slot, *_allocated(shape, strides, logical), dtype)
+        outputs = tuple((slot, shape, dtype, logical, strides)
                         for slot, _, shape, dtype, logical, strides in self.outputs)
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
         launch_kernel, stream_of, empty, empty_strided, uint8 = (
@@ -196,10 +196,11 @@ class Launch:
             with lock:
                 for slot, position in inputs:
                     slots[slot] = tensors[position].data_ptr()
-                for slot, shape, strides, dtype in outputs:  # one call: no expand after
-                    tensor = empty_strided(shape, strides, dtype=dtype, device=device)
+                for slot, shape, dtype, logical, strides in outputs:
+                    tensor = (empty_strided(shape, strides, dtype=dtype, device=device)
+                              if strides else empty(shape, dtype=dtype, device=device))
                     slots[slot] = tensor.data_ptr()
-                    made.append(tensor)
+                    made.append(tensor.expand(logical) if logical else tensor)
                 held = [empty((size,), dtype=uint8, device=device) for _, size in fresh]
                 for (slot, _), memory in zip(fresh, held):
                     slots[slot] = memory.data_ptr()
@@ -297,18 +298,6 @@ def empty_output(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.
     if strides:
         return torch.empty_strided(shape, strides, dtype=dtype, device=device)
     return torch.empty(shape, dtype=dtype, device=device)
-
-
-def _allocated(shape: tuple[int, ...], strides: tuple[int, ...], logical: tuple[int, ...],
-               ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shape and strides ``empty_output(shape, strides, ...).expand(logical)`` has (the
-    buffer's strides, 0 along its expanded dims), for one ``empty_strided`` call to make."""
-    if not strides:
-        strides = torch.empty(shape, device="meta").stride()
-    if not logical:
-        return tuple(shape), tuple(strides)
-    return tuple(logical), tuple(0 if size == 1 and wide != 1 else stride
-                                 for size, wide, stride in zip(shape, logical, strides))
 
 
 def poison_tensor(tensor: torch.Tensor) -> None:
