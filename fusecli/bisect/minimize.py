@@ -115,19 +115,18 @@ def _minimize(
             selection = simpler
         return _minimize_outputs(slicer, selection, prober, tracker, oracle)
 
+    selection = rounds(selection)
     for number in range(_PASSES):
-        if number and (prober.out_of_budget or not shrink_sizes):
-            break
-        selection = rounds(selection)
         if not shrink_sizes or prober.out_of_budget:
             break
         shrunk = _shrink(selection, sizes_of(slicer.build(selection)), prober, tracker, width)
-        if shrunk == selection:
+        if shrunk == selection or number == _PASSES - 1 or prober.out_of_budget:
+            selection = shrunk
             break
         # smaller sizes can open simplifications that did not apply before (a permute of a
-        # dimension now of size 1 is a reshape, and a reshape of a reshape one reshape): one
-        # more pass, as a second bisect of minimized.py would make (llama_rope: 7 -> 6 ops)
-        selection = shrunk
+        # dimension now of size 1 is a reshape, and a reshape of a reshape one reshape): the
+        # rounds again, as a second bisect of minimized.py would ask them (llama_rope: 7 -> 6)
+        selection = rounds(shrunk)
     return Minimization(
         selection, slicer.build(selection), prober.steps, prober.flaky, prober.last_passing,
         oracle.queries - asked, time.perf_counter() - started, others=prober.others,
@@ -136,7 +135,7 @@ def _minimize(
 
 
 _BYPASS_ROUNDS = 4  # ddmin, bypasses, merges, folds, ddmin, ...: each round removes exprs
-_PASSES = 2  # the rounds, fewer outputs and smaller sizes; again where the sizes shrank
+_PASSES = 2  # smaller sizes after the rounds (and fewer outputs); the rounds again if they shrank
 _LARGE = 1 << 22  # input elements above which sizes are shrunk before ops are removed
 
 

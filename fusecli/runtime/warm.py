@@ -244,7 +244,8 @@ def _fixed(value: Any, fixed: set[int], reads_sizes: bool) -> bool:
 
 def _kernel_step(program: _Program, segment: Any, launch: Any, executor: Any) -> None:
     """The planned launch, given the segment's inputs; its outputs become locals. A kernel of
-    tensors alone is one call of ``Launch.plain``; others go through the launch's own call."""
+    tensors, workspaces and scalars the signature decides is one call of ``Launch.plain``;
+    others (random ops' seeds, a host scalar's tensor) go through the launch's own call."""
     tensors = ", ".join(f"v{value.uid}" for value in segment.inputs)
     outputs = [uid for _, uid, *_ in launch.outputs]
     plain = launch.plain(executor, _fixed_numbers(program, launch))
