@@ -8,8 +8,9 @@ allocated once; none where its outputs differ from the default's). The JSON has 
 per (scheduler, size class) the variant of least geometric-mean time relative to the default,
 among those timed in every segment of the class: the table printed last (``*``: chosen).
 ``--write-table fusecli/segment/tuning.json``: the chosen variants as the table heuristics read
-(``fusecli/segment/tuning.py``, which says what is chosen), the measurements beside it. The
-default is always the heuristics' own (``Scheduler.heuristics``), never an earlier table's.
+(``fusecli/segment/tuning.py``, which says what is chosen), the measurements beside it; with
+``--schedulers``, the other schedulers' classes are kept from the table there. The default is
+always the heuristics' own (``Scheduler.heuristics``), never an earlier table's.
 ``--dry-run``: meta tensors, every variant generated and NVRTC-compiled.
 """
 
@@ -239,7 +240,9 @@ def report(args: argparse.Namespace, device: str | None, sweeps: Sequence[Segmen
 def write_table(path: Path, args: argparse.Namespace, device: str | None,
                 sweeps: Sequence[SegmentSweep], problems: Sequence[str]) -> dict[str, Any]:
     """``--write-table``: the table ``tuning.load`` reads at ``path``, with its provenance, and
-    beside it (``X.measurements.json`` for ``X.json``) every measurement it came from."""
+    beside it (``X.measurements.json`` for ``X.json``) every measurement it came from. With
+    ``--schedulers``, the other schedulers' classes and their measurements are kept from the
+    table already at ``path`` (its provenance under ``kept``, naming them)."""
     measured = report(args, device, sweeps, problems)
     beside = path.with_name(f"{path.stem}.measurements.json")
     provenance = dict(
@@ -248,6 +251,20 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
         commit=args.commit or checkout_commit(), segments=sum(s.timed for s in sweeps),
         fusions_failed=len(problems), measurements=beside.name)
     document = tuning.table_document(measured["summary"], provenance)
+    if args.schedulers and path.is_file():
+        swept = set(args.schedulers.split(","))
+        before = json.loads(path.read_text(encoding="utf-8"))
+        before_beside = path.with_name(before["provenance"]["measurements"])
+        others = [m for m in json.loads(before_beside.read_text(encoding="utf-8"))["measurements"]
+                  if m["scheduler"] not in swept]
+        measured["measurements"] += others
+        for part in ("choices", "defaults_kept"):
+            document[part] = sorted(
+                [*document[part], *(e for e in before[part] if e["scheduler"] not in swept)],
+                key=lambda e: (e["scheduler"], e["size_class"]))
+        kept = {k: v for k, v in before["provenance"].items() if k != "kept"}
+        document["provenance"]["kept"] = {
+            **kept, "schedulers_kept": sorted({m["scheduler"] for m in others})}
     path.write_text(json.dumps(document, indent=1) + "\n")
     beside.write_text(json.dumps(measured, separators=(",", ":")) + "\n")
     return document
@@ -295,7 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="no GPU: generate and compile every variant, time nothing")
     parser.add_argument("--write-table", type=Path, metavar="PATH",
                         help="write the chosen table (fusecli/segment/tuning.json) and its "
-                             "measurements (PATH's stem + .measurements.json)")
+                             "measurements (PATH's stem + .measurements.json); with "
+                             "--schedulers, the others' classes are kept from PATH")
     parser.add_argument("--commit", help="the table's provenance where this is no git checkout "
                                          "(default: git rev-parse HEAD)")
     args = parser.parse_args(argv)

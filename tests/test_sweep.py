@@ -35,6 +35,11 @@ def _row_sum(fd: FusionDefinition) -> None:
     fd.add_output(fd.ops.sum(x, dims=[1], keepdim=False))
 
 
+def _column_sum(fd: FusionDefinition) -> None:
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    fd.add_output(fd.ops.sum(x, dims=[0], keepdim=False))
+
+
 def _case(define, shape: tuple[int, ...], scheduler: str) -> sweep.SegmentCase:
     with FusionDefinition() as fd:
         define(fd)
@@ -47,6 +52,7 @@ def _case(define, shape: tuple[int, ...], scheduler: str) -> sweep.SegmentCase:
 CASES = {
     "pointwise": (_pointwise, (64, 256), "pointwise"),
     "reduction": (_row_sum, (64, 1024), "reduction"),
+    "outer reduction": (_column_sum, (4096, 1024), "reduction"),
 }
 
 
@@ -143,3 +149,21 @@ def test_the_dry_run_compiles_every_variant_and_writes_the_measurements(tmp_path
     assert rows and all(row["ms"] is None and row["failed"] is None for row in rows)
     assert sum(row["default"] for row in rows) == 1 and report["summary"] == []
     assert "0 failed; 0 fusions failed" in capsys.readouterr().out
+
+
+def test_an_outer_reductions_variants_change_its_tiling() -> None:
+    """The outer reduction's own kernel (outer_reduction.py) takes the swept row groups,
+    unroll and waves: its block, grid or source differ by variant, and a variant that changes
+    none of them is the default's kernel (the sweep times it once)."""
+    case = _case(*CASES["outer reduction"])
+    default, grid = _default_and_grid(case)
+    assert {"groups", "unroll", "waves"} <= set(sweep.knobs(default))
+    launches = {}
+    for params in grid:
+        if params.rows_per_block != default.rows_per_block:
+            continue  # the thread-per-row kernel's knob: it runs only where tiling declines
+        kernel = generate(replace(case.segment, params=params), case.sizes, case.tensors)
+        launches.setdefault((kernel.grid, kernel.block, kernel.source), []).append(params)
+    blocks = {block for _, block, _ in launches}
+    assert {(32, 4, 1), (32, 8, 1), (32, 16, 1)} <= blocks
+    assert len({grid_ for grid_, _, _ in launches}) > 2 and len(launches) > 6

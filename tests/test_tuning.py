@@ -273,3 +273,30 @@ def test_a_table_that_is_not_one_is_an_input_error(tmp_path, monkeypatch) -> Non
         with pytest.raises(InputError, match="not a tuning table") as error:
             tuning.active()
         assert str(path) in str(error.value)
+
+
+def test_a_table_of_some_schedulers_keeps_the_others_from_the_table_there(tmp_path) -> None:
+    """``--write-table`` with ``--schedulers reduction`` replaces the reduction classes and
+    keeps the pointwise ones, their measurements and where they came from."""
+    fast = sweep.sweep_segment(_case(*CASES["pointwise"]), _fabricated)
+    args = argparse.Namespace(population=2, seed=7, min_elements=4096, iters=5,
+                              schedulers=None, commit="abc123", dry_run=False, out=None)
+    path = tmp_path / "tuning.json"
+    sweep.write_table(path, args, "NVIDIA H100", [fast], [])
+    outer = "2^22 elements, outer rows of 2^12, 4-byte"
+    knobs_a, knobs_b = dict(groups=0, unroll=0, waves=0), dict(groups=16, unroll=0, waves=0)
+    column = sweep.SegmentSweep("member", 0, "reduction", outer, "a", {"a": knobs_a,
+                                "b": knobs_b}, {}, {"a": 1.0, "b": 0.8})
+    again = argparse.Namespace(**{**vars(args), "schedulers": "reduction", "seed": 8,
+                                  "commit": "def456"})
+    sweep.write_table(path, again, "NVIDIA H200", [column], [])
+    table = tuning.load(path)
+    assert table.choices == {POINTWISE_2_14: {"threads": 512, "unroll": 4, "vectorize": 4},
+                             ("reduction", outer): knobs_b}
+    assert table.provenance["device"] == "NVIDIA H200" and table.provenance["seed"] == 8
+    kept = table.provenance["kept"]
+    assert kept["device"] == "NVIDIA H100" and kept["commit"] == "abc123"
+    assert kept["schedulers_kept"] == ["pointwise"]
+    measured = json.loads((tmp_path / "tuning.measurements.json").read_text())["measurements"]
+    assert len(measured) == len(fast.params) + 2
+    assert {m["scheduler"] for m in measured} == {"pointwise", "reduction"}

@@ -55,7 +55,8 @@ def build_outer_reduction(ctx: KernelContext, name: str, plan: ReductionParams,
              if ctx.numel(t) == ctx.numel(reference)] or list(ctx.segment.inputs)
     lanes = vector_width(widest_vector(moved), shape[kept[-1]] if kept else 1)
     shared = sum(lanes * _bytes(a) for a in found) + 8 * any(a.kind == "m2" for a in found)
-    tiling = outer_tiling(plan.row_size, plan.rows, lanes, shared)
+    tiling = outer_tiling(plan.row_size, plan.rows, lanes, shared, plan.groups,
+                          plan.unroll, plan.waves)
     emitter = Emitter(ctx, IndexSpace(), lanes)
     body = _Body(emitter, ctx, plan, reference, tiling, found)
     body.emit(outputs)

@@ -108,6 +108,10 @@ class ReductionParams(_Described):
     row_shape: Shape = field(default=(), repr=False)
     reduced_shape: Shape = field(default=(), repr=False)
     max_blocks: int = MAX_BLOCKS
+    # an outer reduction's tiling (``outer_tiling``), swept by ``variants``; 0: its default
+    groups: int = field(default=0, repr=False)
+    unroll: int = field(default=0, repr=False)
+    waves: int = field(default=0, repr=False)
     sized_for: SizesKey = field(default=(), repr=False, compare=False)
 
     @property
@@ -286,19 +290,23 @@ class OuterTiling:
     chunk: int  # rows per split (a multiple of BY * U when split)
 
 
-def outer_tiling(rows: int, columns: int, lanes: int, shared_per_thread: int) -> OuterTiling:
+def outer_tiling(rows: int, columns: int, lanes: int, shared_per_thread: int,
+                 groups: int = 0, unroll: int = 0, waves: int = 0) -> OuterTiling:
     """The block and grid of an outer reduction of ``rows`` reduced rows by ``columns``
     columns, ``lanes`` per thread; ``shared_per_thread``: the bytes each thread puts in shared
-    memory to combine the row groups (fewer groups where they would not fit)."""
+    memory to combine the row groups (fewer groups where they would not fit). ``groups`` (BY),
+    ``unroll`` (U) and ``waves`` replace OUTER_BLOCK // BX, UNROLL and WAVES where given (a
+    variant the sweep times, or the table's choice)."""
     vectors = columns // lanes
     bx = min(MAX_COLUMN_THREADS, _next_power_of_two(vectors))
-    by = min(max(1, OUTER_BLOCK // bx), _next_power_of_two(rows))
+    by = min(groups or max(1, OUTER_BLOCK // bx), _next_power_of_two(rows))
     while by > 1 and bx * by * shared_per_thread > SHARED_BYTES:
         by //= 2
-    unroll = min(UNROLL, _power_at_most(max(1, rows // by)))
+    unroll = min(unroll or UNROLL, _power_at_most(max(1, rows // by)))
     tiles = -(-vectors // bx)
     resident = MULTIPROCESSORS * max(1, FULL_OCCUPANCY_THREADS // (bx * by))
-    splits = max(1, min(-(-WAVES * resident // tiles), rows // (by * MIN_ROWS_PER_THREAD),
+    splits = max(1, min(-(-(waves or WAVES) * resident // tiles),
+                        rows // (by * MIN_ROWS_PER_THREAD),
                         MAX_SPLITS))
     chunk = rows
     if splits > 1:

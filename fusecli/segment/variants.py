@@ -26,17 +26,23 @@ ROW_THREADS = tuple(1 << k for k in range(11))  # 1 to 1024 threads per row
 MAX_SLOTS = 16  # vectors per thread: fewer threads per row are not tried
 SHARED_BLOCKS = (128, 256, 512)  # block sizes where rows of at most 32 threads share one
 OUTER_ROWS_PER_BLOCK = (64, 128, 256, 512)  # a thread per row: rows (threads) per block
+# outer_reduction.py's tiling (heuristics.outer_tiling): row groups per block, rows' loads in
+# flight, and how many times over the column tiles and row splits fill the GPU
+OUTER_GROUPS, OUTER_UNROLLS, OUTER_WAVES = (4, 8, 16), (2, 4, 8), (1, 2, 4, 8)
 
 KNOBS: dict[type, tuple[str, ...]] = {  # the fields swept: a variant's name in every segment
     h.PointwiseParams: ("vectorize", "threads", "unroll"),
     h.TransposeParams: ("tiles", "rows"),  # and its pointwise kernel's, where no tile fits
     h.ReductionParams: ("vectorize", "threads", "rows_per_block", "persistent"),
 }
+OUTER_KNOBS = ("groups", "unroll", "waves")  # an outer reduction's, besides those
 
 
 def knobs(params: h.HeuristicParams) -> dict[str, Any]:
     """The swept fields by name; a transpose's pointwise kernel's as ``pointwise.<field>``."""
     found = {name: getattr(params, name) for name in KNOBS[type(params)]}
+    if isinstance(params, h.ReductionParams) and not params.inner:
+        found.update({name: getattr(params, name) for name in OUTER_KNOBS})
     if isinstance(params, h.TransposeParams):
         found.update({f"pointwise.{k}": v for k, v in knobs(params.pointwise).items()})
     return found
@@ -73,8 +79,10 @@ def _reduction_grid(params: h.ReductionParams, scheduler: str) -> list[h.Reducti
     """Block shapes the generator accepts: a power of two of threads per row; rows share a
     block only below a warp (``block_reduce`` combines a row within one warp there), a block
     is whole warps, at most 1024 threads; inner_outer keeps its rows in registers."""
-    if not params.inner:  # a thread per row (outer_reduction.py tiles its own kernel)
-        return [replace(params, rows_per_block=rows) for rows in OUTER_ROWS_PER_BLOCK]
+    if not params.inner:  # outer_reduction.py's tiling; a thread per row where it declines
+        return [*(replace(params, groups=groups, unroll=unroll, waves=waves)
+                  for groups in OUTER_GROUPS for unroll in OUTER_UNROLLS for waves in OUTER_WAVES),
+                *(replace(params, rows_per_block=rows) for rows in OUTER_ROWS_PER_BLOCK)]
     inner_outer = scheduler == "inner_outer_persistent"
     found = []
     for lanes in _halvings(params.vectorize, ROW_LANE_WIDTHS):
