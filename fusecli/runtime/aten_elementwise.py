@@ -172,7 +172,7 @@ def _sub_alpha(a: Tensor, b: Tensor, alpha: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-def _cast(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
+def aten_cast(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
     target = expr.attr("dtype")
     (value,) = args
     if isinstance(value, Tensor):
@@ -304,7 +304,7 @@ ELEMENTWISE_COMPUTE: dict[OpType, Callable[..., Tensor]] = {
 
 ELEMENTWISE_OPS: dict[OpType, AtenFn] = {
     **{op: _elementwise(compute) for op, compute in ELEMENTWISE_COMPUTE.items()},
-    OpType.cast: _cast,
+    OpType.cast: aten_cast,
     OpType.set: _set,
     OpType.segment_set: _set,
     OpType.stride_order: _stride_order,

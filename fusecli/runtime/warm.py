@@ -39,7 +39,12 @@ from fusecli.codegen.kernel import ArgKind
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
-from fusecli.runtime.aten_elementwise import ELEMENTWISE_COMPUTE, ELEMENTWISE_OPS, operand_device
+from fusecli.runtime.aten_elementwise import (
+    ELEMENTWISE_COMPUTE,
+    ELEMENTWISE_OPS,
+    aten_cast,
+    operand_device,
+)
 from fusecli.runtime.context import MissingValueError, value_of
 from fusecli.runtime.faults import ENV_VAR
 
@@ -281,6 +286,9 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
     operands = [(value.uid, None) if isinstance(value, TensorView)
                 else (None, value_of(value, env)) for value in expr.inputs]
     casts = [dt.to_torch(out.dtype) for out in expr.outputs]
+    if entry is aten_cast and operands[0][0] is not None:  # a tensor's cast: Tensor.to itself
+        program.assign(expr.outputs[0].uid, f"v{operands[0][0]}.to({program.name('C', casts[0])})")
+        return
     device = operand_device([env[uid] for uid, _ in operands if uid is not None])
     if compute is not None and len(casts) == 1 and device is not None:
         arguments = [
