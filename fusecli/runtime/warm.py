@@ -39,12 +39,7 @@ from fusecli.codegen.kernel import ArgKind
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
-from fusecli.runtime.aten_elementwise import (
-    ELEMENTWISE_COMPUTE,
-    ELEMENTWISE_OPS,
-    aten_cast,
-    operand_device,
-)
+from fusecli.runtime import aten_elementwise as aten
 from fusecli.runtime.context import MissingValueError, value_of
 from fusecli.runtime.faults import ENV_VAR
 
@@ -282,14 +277,15 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
                              if isinstance(out, TensorView))  # later steps read locals
         return
     entry = executor.ops[expr.op]
-    compute = ELEMENTWISE_COMPUTE.get(expr.op) if entry is ELEMENTWISE_OPS.get(expr.op) else None
+    elementwise = entry is aten.ELEMENTWISE_OPS.get(expr.op)
+    compute = aten.ELEMENTWISE_COMPUTE.get(expr.op) if elementwise else None
     operands = [(value.uid, None) if isinstance(value, TensorView)
                 else (None, value_of(value, env)) for value in expr.inputs]
     casts = [dt.to_torch(out.dtype) for out in expr.outputs]
-    if entry is aten_cast and operands[0][0] is not None:  # a tensor's cast: Tensor.to itself
+    if entry is aten.aten_cast and operands[0][0] is not None:  # a tensor's cast: Tensor.to itself
         program.assign(expr.outputs[0].uid, f"v{operands[0][0]}.to({program.name('C', casts[0])})")
         return
-    device = operand_device([env[uid] for uid, _ in operands if uid is not None])
+    device = aten.operand_device([env[uid] for uid, _ in operands if uid is not None])
     if compute is not None and len(casts) == 1 and device is not None:
         arguments = [
             program.operand(uid, value if uid is not None or isinstance(value, Tensor)
