@@ -325,3 +325,45 @@ def test_on_the_gpu_a_kernel_with_a_workspace_and_scalars_replays_as_one_plain_c
     assert len(sources) == 2, sources
     for source in sources:
         assert re.search(r"= P\d+\(", source) and not re.search(r"\bL\d+\(", source), source
+
+
+@pytest.mark.parametrize("shape, strides, logical", [
+    ((8192, 1), (), (8192, 4096)), ((4, 1, 3), (), (4, 5, 3)), ((3, 0), (), ()),
+    ((2, 3), (1, 2), ()), ((2, 1), (1, 2), (2, 7)), ((1, 1), (), (1, 1)), ((), (), ()),
+])
+def test_a_planned_launch_allocates_an_expanded_output_in_one_call(shape, strides, logical):
+    """``Launch.plain`` makes each output with one ``torch.empty`` or ``torch.empty_strided``
+    call: the shape, strides and storage of the buffer ``empty_output`` makes, expanded to the
+    logical shape."""
+    from fusecli.runtime.launch import _allocated, empty_output
+
+    buffer = empty_output(shape, strides, torch.float32, torch.device("cpu"))
+    expected = buffer.expand(logical) if logical else buffer
+    size, made_strides = _allocated(shape, strides, logical)
+    made = torch.empty(size) if made_strides is None else torch.empty_strided(size, made_strides)
+    assert made.shape == expected.shape and made.stride() == expected.stride()
+    assert made.untyped_storage().nbytes() == expected.untyped_storage().nbytes()
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_on_the_gpu_an_expanded_output_replays_as_one_allocation_with_its_strides() -> None:
+    """A kernel whose outputs are expanded (written once per row, stride 0 along the expanded
+    dim): each replay returns them with the full run's shape and strides and its own values."""
+    from fusecli.runtime.cupy_executor import cupy_available
+
+    if cupy_available() is not None:
+        pytest.skip(cupy_available())
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, None], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(x))
+        fd.add_output(fd.ops.mul(fd.ops.expand(y, shape=[4096, 512]), fd.ops.exp(x)))
+    for _ in range(4):
+        x = torch.randn(4096, 1, device="cuda").expand(4096, 512)
+        y = torch.randn(4096, 1, device="cuda")
+        neg, product = execute(fd.fusion, [x, y], executor="cupy")
+        for got, want in ((neg, -x), (product, y * x.exp())):
+            assert got.shape == want.shape and got.stride() == (1, 0)
+            torch.testing.assert_close(got, want)
+    assert any(run is not None for run in fd.fusion.memo["warm"].values())

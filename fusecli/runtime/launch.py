@@ -168,47 +168,51 @@ class Launch:
         if executor.poison or executor.synchronize or self.direct is not None:
             return None
         numbers = numbers or {}
-        fixed, fresh = [], []  # (slot or typed slot, value): written per call, as slots are shared
+        # written per call, as the slots are shared with __call__ and other plain functions
+        pointers: list[tuple[int, int]] = []  # (slot, address): zeroed workspaces, made once
+        scalars: list[tuple[Any, object]] = []  # (typed slot, packed number)
+        fresh: list[KernelArg] = []  # workspaces made per call
+        fresh_slots: list[int] = []
         for slot, param, typed in self.others:
             if param.kind is ArgKind.WORKSPACE:
                 if param.zeroed:
-                    fixed.append((slot, workspace(param, self.device, typed).data_ptr()))
+                    pointers.append((slot, workspace(param, self.device, typed).data_ptr()))
                 else:
-                    fresh.append((slot, max(1, param.nbytes)))
+                    fresh.append(param)
+                    fresh_slots.append(slot)
             elif slot in numbers and param.kind is ArgKind.SCALAR:
                 number = numbers[slot]
                 number = number.item() if isinstance(number, torch.Tensor) else number
-                fixed.append((typed, _PACK[param.ctype](number)))
+                scalars.append((typed, _PACK[param.ctype](number)))
             else:
                 return None
         slots, lock, device, address, params = (
             self.slots, self.lock, self.device, self.address, self.params)
         inputs = tuple(self.inputs)
-        outputs = tuple((slot, shape, dtype, logical, strides)
+        outputs = tuple((slot, *_allocated(shape, strides, logical), dtype)
                         for slot, _, shape, dtype, logical, strides in self.outputs)
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
-        launch_kernel, stream_of, empty, empty_strided, uint8 = (
+        launch_kernel, stream_of, empty, empty_strided = (
             _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty,
-            torch.empty_strided, torch.uint8)
+            torch.empty_strided)
 
         def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
             made = []
             with lock:
                 for slot, position in inputs:
                     slots[slot] = tensors[position].data_ptr()
-                for slot, shape, dtype, logical, strides in outputs:
-                    tensor = (empty_strided(shape, strides, dtype=dtype, device=device)
-                              if strides else empty(shape, dtype=dtype, device=device))
+                for slot, shape, strides, dtype in outputs:  # one call each: no expand after
+                    tensor = (empty(shape, dtype=dtype, device=device) if strides is None else
+                              empty_strided(shape, strides, dtype=dtype, device=device))
                     slots[slot] = tensor.data_ptr()
-                    made.append(tensor.expand(logical) if logical else tensor)
-                held = [empty((size,), dtype=uint8, device=device) for _, size in fresh]
-                for (slot, _), memory in zip(fresh, held):
+                    made.append(tensor)
+                held = [workspace(param, device) for param in fresh]  # alive until queued
+                for slot, memory in zip(fresh_slots, held):
                     slots[slot] = memory.data_ptr()
-                for target, value in fixed:
-                    if type(target) is int:
-                        slots[target] = value
-                    else:
-                        target.value = value
+                for slot, pointer in pointers:
+                    slots[slot] = pointer
+                for typed, value in scalars:
+                    typed.value = value
                 launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
             return made
 
@@ -298,6 +302,19 @@ def empty_output(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.
     if strides:
         return torch.empty_strided(shape, strides, dtype=dtype, device=device)
     return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _allocated(shape: tuple[int, ...], strides: tuple[int, ...], logical: tuple[int, ...],
+               ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """The shape and strides of ``empty_output(shape, strides, ...).expand(logical)`` (the
+    buffer's strides, 0 along its expanded dims), for one ``torch.empty_strided`` call to make;
+    strides None where the buffer is row-major and not expanded (one ``torch.empty``)."""
+    if not logical:
+        return tuple(shape), (tuple(strides) if strides else None)
+    if not strides:
+        strides = torch.empty(shape, device="meta").stride()
+    return tuple(logical), tuple(0 if size == 1 and wide != 1 else stride
+                                 for size, wide, stride in zip(shape, logical, strides))
 
 
 def poison_tensor(tensor: torch.Tensor) -> None:
