@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -35,6 +36,7 @@ PRELOAD = (
     "fusecli.load", "fusecli.reference", "fusecli.compare", "fusecli.runtime",
     "fusecli.runtime.segmented", "fusecli.segment.segmenter", "fusecli.app.pipeline",
 )
+CLOSE_SECONDS = 5.0  # how long closing a pool waits for its zygotes to exit before killing
 
 
 def can_fork() -> bool:
@@ -109,14 +111,21 @@ class Zygote:
             raise ZygoteDied()
         return line[1]
 
-    def close(self) -> None:
-        if self.process.poll() is None:
+    def close(self, deadline: float | None = None) -> None:
+        """Ask it to exit (end of its input), wait until ``deadline`` (``time.monotonic``;
+        default: 5 s from now), then kill it."""
+        self.release()
+        deadline = time.monotonic() + CLOSE_SECONDS if deadline is None else deadline
+        try:
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def release(self) -> None:
+        """End its input: an idle zygote exits (``close`` waits for it)."""
+        if self.process.poll() is None and not self.process.stdin.closed:
             self.process.stdin.close()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 class Zygotes:
@@ -166,8 +175,14 @@ class Zygotes:
         return self.idle.get()
 
     def close(self) -> None:
+        """Every zygote asked to exit at once, then each waited for until one shared deadline
+        (an interpreter with torch loaded takes a few seconds to exit: one after the other,
+        a pool of 8 held the bisect's exit for up to 40 s)."""
         for zygote in self.started:
-            zygote.close()
+            zygote.release()
+        deadline = time.monotonic() + CLOSE_SECONDS
+        for zygote in self.started:
+            zygote.close(deadline)
         self.started.clear()
         self.idle = queue.Queue()
 
