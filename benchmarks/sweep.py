@@ -242,7 +242,8 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
     """``--write-table``: the table ``tuning.load`` reads at ``path``, with its provenance, and
     beside it (``X.measurements.json`` for ``X.json``) every measurement it came from. With
     ``--schedulers``, the other schedulers' classes and their measurements are kept from the
-    table already at ``path`` (its provenance under ``kept``, naming them)."""
+    table already at ``path`` (its provenance under ``kept``, naming them; a chain of partial
+    sweeps nests its provenances)."""
     measured = report(args, device, sweeps, problems)
     beside = path.with_name(f"{path.stem}.measurements.json")
     provenance = dict(
@@ -262,9 +263,10 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
             document[part] = sorted(
                 [*document[part], *(e for e in before[part] if e["scheduler"] not in swept)],
                 key=lambda e: (e["scheduler"], e["size_class"]))
-        kept = {k: v for k, v in before["provenance"].items() if k != "kept"}
+        # the earlier table's provenance whole: its own "kept" names where the classes it
+        # kept in turn came from
         document["provenance"]["kept"] = {
-            **kept, "schedulers_kept": sorted({m["scheduler"] for m in others})}
+            **before["provenance"], "schedulers_kept": sorted({m["scheduler"] for m in others})}
     path.write_text(json.dumps(document, indent=1) + "\n")
     beside.write_text(json.dumps(measured, separators=(",", ":")) + "\n")
     return document

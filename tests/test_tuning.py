@@ -300,3 +300,8 @@ def test_a_table_of_some_schedulers_keeps_the_others_from_the_table_there(tmp_pa
     measured = json.loads((tmp_path / "tuning.measurements.json").read_text())["measurements"]
     assert len(measured) == len(fast.params) + 2
     assert {m["scheduler"] for m in measured} == {"pointwise", "reduction"}
+    third = argparse.Namespace(**{**vars(again), "seed": 9, "commit": "789abc"})
+    sweep.write_table(path, third, "NVIDIA H200", [column], [])  # reduction again
+    twice = tuning.load(path).provenance["kept"]
+    assert twice["commit"] == "def456" and twice["kept"]["commit"] == "abc123"
+    assert twice["schedulers_kept"] == ["pointwise"]
