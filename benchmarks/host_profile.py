@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import population  # noqa: E402
-from vs_nvfuser import nvfuser_definition, nvfuser_module  # noqa: E402
+from vs_nvfuser import device_profile, nvfuser_definition, nvfuser_module  # noqa: E402
 
 
 def host_us(call: Callable[[], object], calls: int = 400) -> float:
@@ -41,6 +41,67 @@ def host_us(call: Callable[[], object], calls: int = 400) -> float:
         times.append(time.perf_counter() - started)
     torch.cuda.synchronize()
     return statistics.median(times) * 1e6
+
+
+def event_us(call: Callable[[], object], calls: int = 400) -> float:
+    """Median CUDA-event microseconds of ``call`` started on an idle device, as
+    ``vs_nvfuser.py`` times it: host time to the first launch plus the kernels."""
+    times = []
+    for _ in range(calls):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times) * 1e3
+
+
+def first_launch_us(call: Callable[[], object], stamps: list[float],
+                    calls: int = 400) -> float | None:
+    """Median host microseconds from the start of a warm call of fusecli's to its first
+    cuLaunchKernel (``stamps``: ``stamping_launches``'); None where the call launches nothing
+    through CuPy's driver binding."""
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        stamps.clear()
+        started = time.perf_counter()
+        call()
+        if stamps:
+            times.append(stamps[0] - started)
+    torch.cuda.synchronize()
+    return statistics.median(times) * 1e6 if times else None
+
+
+def stamping_launches(stamps: list[float]) -> None:
+    """Wrap CuPy's launchKernel so that each launch appends its host time to ``stamps``."""
+    from cupy.cuda import driver
+
+    launch = getattr(driver, "_fusecli_unwrapped", driver.launchKernel)
+    driver._fusecli_unwrapped = launch
+    clock = time.perf_counter
+
+    def stamped(*args: object) -> object:
+        stamps.append(clock())
+        return launch(*args)
+
+    driver.launchKernel = stamped
+
+
+def parts(inputs: list, outputs: list, runs: list) -> str:
+    """What the pieces of a warm call cost alone: one ``torch.empty`` per output as the
+    launch makes it, and the input signature's key."""
+    from fusecli.runtime.warm import warm_key
+
+    empties = [host_us(lambda o=o: torch.empty(o.shape, dtype=o.dtype, device=o.device), 2000)
+               for o in outputs if isinstance(o, torch.Tensor)]
+    key = host_us(lambda: warm_key(inputs, "nvfuser", "auto", None), 2000)
+    text = (f"   parts: torch.empty per output {', '.join(f'{u:.1f}' for u in empties)} us; "
+            f"warm_key {key:.1f} us")
+    for run in filter(None, runs):  # the compiled replay alone, without fd.execute's way to it
+        text += f"; the replay alone {host_us(lambda run=run: run(inputs), 2000):.1f} us"
+    return text
 
 
 def profile(call: Callable[[], object], calls: int = 300, rows: int = 14) -> str:
@@ -76,17 +137,29 @@ def main() -> int:
 def report(member: population.Member, nvfuser: object, why: str | None) -> None:
     inputs = member.make_inputs("cuda")
     fd = member.fd
+    stamps: list[float] = []
+    stamping_launches(stamps)  # before the first call: the warm run keeps the function it finds
     for _ in range(5):
-        fd.execute(inputs)
-    line = f"== {member.name}: host fusecli {host_us(lambda: fd.execute(inputs)):.1f} us"
+        outputs = fd.execute(inputs)
+    ours = lambda: fd.execute(inputs)  # noqa: E731
+    line = f"== {member.name}: host fusecli {host_us(ours):.1f} us"
+    first = first_launch_us(ours, stamps)
+    line += f" (first launch at {first:.1f} us)" if first is not None else ""
+    events = [event_us(ours)]
+    devices = [device_profile(ours)[0] * 1e3]
     if nvfuser is not None:
         theirs = nvfuser_definition(fd, "member", inputs, nvfuser)
         for _ in range(5):
             theirs.execute(inputs)
         line += f", nvFuser {host_us(lambda: theirs.execute(inputs)):.1f} us"
+        events.append(event_us(lambda: theirs.execute(inputs)))
+        devices.append(device_profile(lambda: theirs.execute(inputs))[0] * 1e3)
     else:
         line += f" (nvFuser: {why})"
     print(line)
+    print("   CUDA-event time per call (us): " + " / ".join(f"{e:.1f}" for e in events)
+          + "; device time: " + " / ".join(f"{d:.1f}" for d in devices))
+    print(parts(inputs, outputs, list(fd.fusion.memo.get("warm", {}).values())))
     for run in fd.fusion.memo.get("warm", {}).values():
         print(getattr(run, "source", "(no replay: every call runs in full)"))
     print(profile(lambda: fd.execute(inputs)))

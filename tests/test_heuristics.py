@@ -96,6 +96,34 @@ def test_rms_norm_is_inner_persistent_with_vectorized_rows(shape, dtype, vectori
     assert params.row_size == shape[-1] and params.rows * params.row_size == x.numel()
 
 
+@pytest.mark.parametrize("per_row", ["output", "expanded output", "input"])
+def test_a_float_tensor_of_one_value_per_row_leaves_half_rows_16_byte_lanes(per_row) -> None:
+    """A norm's mean or inverse deviation in float, read or written once per row, does not
+    halve the lanes of bf16 rows (it did: 4 lanes, 8-byte accesses, for layer-norm backward)."""
+    x = meta(8192, 4096, dtype=torch.bfloat16)
+    stat = meta(8192)
+    with FusionDefinition() as fd:
+        xf = fd.ops.cast(define(fd, x), DataType.Float)
+        shift = (fd.ops.broadcast_in_dim(define(fd, stat), shape=[8192, 4096],
+                                         broadcast_dims=[0]) if per_row == "input" else xf)
+        total = fd.ops.sum(fd.ops.mul(xf, shift), dims=[1])
+        if per_row == "expanded output":  # rsqrt of the expanded sum: [8192, 1 ex 4096]
+            inv = fd.ops.rsqrt(fd.ops.broadcast_in_dim(total, shape=[8192, 4096],
+                                                       broadcast_dims=[0]))
+            scaled = fd.ops.mul(xf, inv)
+        else:
+            inv = fd.ops.rsqrt(total)
+            scaled = fd.ops.mul(xf, fd.ops.broadcast_in_dim(inv, shape=[8192, 4096],
+                                                            broadcast_dims=[0]))
+        fd.add_output(fd.ops.cast(scaled, DataType.BFloat16))
+        if per_row != "input":
+            fd.add_output(inv)
+    inputs = [x, stat] if per_row == "input" else [x]
+    segment = only_segment(fd.fusion, inputs)
+    assert segment.scheduler == "inner_persistent"
+    assert segment.params.vectorize == 8
+
+
 def test_an_outer_reduction_walks_rows_one_thread_each() -> None:
     x = meta(8192, 1024)
     segment = only_segment(column_sum(x), [x])

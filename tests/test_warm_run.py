@@ -332,15 +332,15 @@ def test_on_the_gpu_a_kernel_with_a_workspace_and_scalars_replays_as_one_plain_c
     ((2, 3), (1, 2), ()), ((2, 1), (1, 2), (2, 7)), ((1, 1), (), (1, 1)), ((), (), ()),
 ])
 def test_a_planned_launch_allocates_an_expanded_output_in_one_call(shape, strides, logical):
-    """``Launch.plain`` makes each output with one ``torch.empty`` or ``torch.empty_strided``
-    call: the shape, strides and storage of the buffer ``empty_output`` makes, expanded to the
-    logical shape."""
+    """``Launch.plain`` makes each output with one ``torch.empty_strided`` call: the shape,
+    strides and storage of the buffer ``empty_output`` makes, expanded to the logical
+    shape."""
     from fusecli.runtime.launch import _allocated, empty_output
 
     buffer = empty_output(shape, strides, torch.float32, torch.device("cpu"))
     expected = buffer.expand(logical) if logical else buffer
     size, made_strides = _allocated(shape, strides, logical)
-    made = torch.empty(size) if made_strides is None else torch.empty_strided(size, made_strides)
+    made = torch.empty_strided(size, made_strides)
     assert made.shape == expected.shape and made.stride() == expected.stride()
     assert made.untyped_storage().nbytes() == expected.untyped_storage().nbytes()
 

@@ -26,7 +26,7 @@ from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contig
 from fusecli.codegen.kernel import Kernel, UnsupportedError
 from fusecli.codegen.outer_reduction import build_outer_reduction
 from fusecli.codegen.pointwise import loop_positions
-from fusecli.codegen.reduction_ops import Accumulator, accumulators, combine, declare_scratch
+from fusecli.codegen.reduction_ops import Accumulator, accumulators, combine_pass, declare_scratch
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.codegen.split_reduction import build_split_reduction, refuse_starved
 from fusecli.ir.nodes import TensorView
@@ -296,9 +296,8 @@ class _Body:
                     divided = f"{count} > 0 ? {divided} : {mean.identity}"
                 e.line(f"{mean.name} = {divided};  // this thread's mean")
             self._over_row(slots, self._accumulate(list(paired.values()), means))
-        for accumulator in first:
-            m2 = paired.get(accumulator.expr.uid) if accumulator.kind == "mean" else None
-            combine(e, threads, accumulator, self._row_texts(accumulator), m2, count)
+        combine_pass(e, threads, first, {a.expr.uid: self._row_texts(a) for a in first},
+                     paired, count)
 
     def _accumulate(self, batch: list[Accumulator], means: dict[int, Accumulator]):
         """``_over_row``'s body adding to ``batch``; m2s deviate from ``means`` (if there)."""

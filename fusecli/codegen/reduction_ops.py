@@ -180,8 +180,10 @@ def declare_scratch(emitter: Emitter, found: list[Accumulator], threads: int) ->
               if a.kind == "m2" and passes[a.expr.uid, "mean"] == a.pass_number}
     if threads <= 32:
         return
-    for ctype in sorted({a.ctype for a in found}):
-        size = 64 if ctype in paired else 32
+    plain = [(a.pass_number, a.ctype) for a in found if a.kind in PAIRABLE]
+    twos = {ctype for number, ctype in plain if plain.count((number, ctype)) > 1}
+    for ctype in sorted({a.ctype for a in found}):  # block_reduce2 of two plain ones: 64 too
+        size = 64 if ctype in paired | twos else 32
         emitter.line(f"__shared__ {ctype} scratch_{_word(ctype)}[{size}];")
     if paired:
         emitter.line("__shared__ int scratch_count[32];")
@@ -206,6 +208,43 @@ def combine(emitter: Emitter, threads: int, accumulator: Accumulator, row: tuple
                      f"{scratch}, {counts});")
     finish(emitter, accumulator, row, averaged=True)
     finish(emitter, m2, row)
+
+
+PAIRABLE = ("sum", "prod", "max", "min")  # plain accumulators: combine_two takes two at once
+
+
+def combine_pass(emitter: Emitter, threads: int, batch: list[Accumulator],
+                 rows: dict[int, tuple[str, ...]], paired: dict[int, Accumulator],
+                 count: str) -> None:
+    """``combine`` each of a pass's accumulators (``rows``: each one's row index texts by its
+    expr's uid; ``paired``: a mean's m2 of the same pass, by uid), two plain ones of a C type
+    at once (``combine_two``)."""
+    waiting: dict[str, Accumulator] = {}  # a plain one whose C type has no partner yet
+    for a in batch:
+        if a.kind not in PAIRABLE:
+            m2 = paired.get(a.expr.uid) if a.kind == "mean" else None
+            combine(emitter, threads, a, rows[a.expr.uid], m2, count)
+        elif a.ctype in waiting:
+            partner = waiting.pop(a.ctype)
+            combine_two(emitter, threads, partner, a, (rows[partner.expr.uid], rows[a.expr.uid]))
+        else:
+            waiting[a.ctype] = a
+    for a in waiting.values():
+        combine(emitter, threads, a, rows[a.expr.uid])
+
+
+def combine_two(emitter: Emitter, threads: int, first: Accumulator, second: Accumulator,
+                rows: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+    """``combine`` of two plain accumulators of one C type in one ``block_reduce2``: a pass
+    of two sums (a norm backward's) pays one pair of barriers per row, not two."""
+    assert first.ctype == second.ctype and {first.kind, second.kind} <= set(PAIRABLE)
+    if threads > 1:
+        scratch = f"({first.ctype}*)" + (
+            f"scratch_{_word(first.ctype)}" if threads > 32 else "nullptr")
+        emitter.line(f"block_reduce2<{threads}>({first.name}, {second.name}, {first.combine}, "
+                     f"{second.combine}, {scratch});")
+    finish(emitter, first, rows[0])
+    finish(emitter, second, rows[1])
 
 
 def _word(ctype: str) -> str:

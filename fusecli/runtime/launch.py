@@ -192,9 +192,8 @@ class Launch:
         outputs = tuple((slot, *_allocated(shape, strides, logical), dtype)
                         for slot, _, shape, dtype, logical, strides in self.outputs)
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
-        launch_kernel, stream_of, empty, empty_strided = (
-            _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty,
-            torch.empty_strided)
+        launch_kernel, stream_of, empty_strided = (
+            _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty_strided)
 
         def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
             made = []
@@ -202,8 +201,7 @@ class Launch:
                 for slot, position in inputs:
                     slots[slot] = tensors[position].data_ptr()
                 for slot, shape, strides, dtype in outputs:  # one call each: no expand after
-                    tensor = (empty(shape, dtype=dtype, device=device) if strides is None else
-                              empty_strided(shape, strides, dtype=dtype, device=device))
+                    tensor = empty_strided(shape, strides, dtype=dtype, device=device)
                     slots[slot] = tensor.data_ptr()
                     made.append(tensor)
                 held = [workspace(param, device) for param in fresh]  # alive until queued
@@ -307,12 +305,12 @@ def empty_output(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.
 def _allocated(shape: tuple[int, ...], strides: tuple[int, ...], logical: tuple[int, ...],
                ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
     """The shape and strides of ``empty_output(shape, strides, ...).expand(logical)`` (the
-    buffer's strides, 0 along its expanded dims), for one ``torch.empty_strided`` call to make;
-    strides None where the buffer is row-major and not expanded (one ``torch.empty``)."""
-    if not logical:
-        return tuple(shape), (tuple(strides) if strides else None)
+    buffer's strides, 0 along its expanded dims), for one ``torch.empty_strided`` call to make
+    (a third less host time than ``torch.empty``'s, row-major buffers too)."""
     if not strides:
         strides = torch.empty(shape, device="meta").stride()
+    if not logical:
+        return tuple(shape), tuple(strides)
     return tuple(logical), tuple(0 if size == 1 and wide != 1 else stride
                                  for size, wide, stride in zip(shape, logical, strides))
 

@@ -188,11 +188,24 @@ def transpose(candidate: Candidate, sizes: Sizes) -> TransposeParams | None:
     return None if params is None else TransposeParams(params)
 
 
-def per_element(candidate: Candidate, shapes: Sequence[Shape], row_size: int
-                ) -> list[TensorView]:
-    """The inputs and outputs moved per element of a row (row-only outputs are not)."""
+def per_element(candidate: Candidate, shapes: Sequence[Shape], row_shape: Shape,
+                reduced_shape: Shape) -> list[TensorView]:
+    """The inputs and outputs moved per element of a row: not those of a row's own (a norm's
+    mean and inverse deviation, [rows], [rows, 1] or expanded from that, read or written
+    once per row, whatever their dtype), nor those smaller than a row."""
     tensors = (*candidate.inputs, *candidate.outputs)
-    return [t for t, shape in zip(tensors, shapes) if numel(shape) >= row_size]
+    per_row = _squeezed(row_shape)
+    own = per_row if per_row != _squeezed(reduced_shape) else None  # [n] x [n]: can't tell
+    found = []
+    for tensor, shape in zip(tensors, shapes):
+        stored = tuple(1 if d.is_broadcast else size for d, size in zip(tensor.logical, shape))
+        if numel(stored) >= numel(reduced_shape) and _squeezed(stored) != own:
+            found.append(tensor)
+    return found
+
+
+def _squeezed(shape: Shape) -> Shape:
+    return tuple(size for size in shape if size != 1)
 
 
 def reduction(candidate: Candidate, sizes: Sizes, first: int = 0) -> ReductionParams | None:
@@ -215,7 +228,7 @@ def reduction(candidate: Candidate, sizes: Sizes, first: int = 0) -> ReductionPa
         # An outer reduction: a thread per row, walking it; neighbouring threads take
         # neighbouring rows, which is coalesced when a kept dim is innermost in memory.
         return ReductionParams(1, 1, ROWS_BLOCK, row_size, False, False, **structure)
-    moved = per_element(candidate, shapes, row_size)
+    moved = per_element(candidate, shapes, row_shape, reduced_shape)
     lanes = vector_width(widest_vector(moved), reduced_shape[-1] if reduced_shape else 1)
     vectors = row_size // lanes
     threads = min(MAX_ROW_THREADS, _next_power_of_two(-(-vectors // SLOTS_WANTED)))
@@ -239,14 +252,17 @@ def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
             params = reduction(candidate, sizes, number)
             if params is None or not params.inner:
                 return params
-            per_sm = max(1, INNER_OUTER_THREADS // params.block)
-            # a block's partials cost a row's worth of writes: each block takes several rows
-            enough = max(MULTIPROCESSORS,
-                         params.rows // (MIN_ROWS_PER_PARTIAL * params.rows_per_block))
-            blocks = min(MULTIPROCESSORS * per_sm, MAX_PARTIALS // params.rows_per_block,
-                         enough)
-            return replace(params, max_blocks=max(1, blocks))
+            return replace(params, max_blocks=inner_outer_blocks(params))
     return reduction(candidate, sizes)
+
+
+def inner_outer_blocks(params: ReductionParams) -> int:
+    """inner_outer's grid for ``params``' block shape: ``INNER_OUTER_THREADS`` resident on each
+    multiprocessor, at most ``MAX_PARTIALS`` row groups, each taking several rows (a block's
+    partials cost a row's worth of writes)."""
+    per_sm = max(1, INNER_OUTER_THREADS // params.block)
+    enough = max(MULTIPROCESSORS, params.rows // (MIN_ROWS_PER_PARTIAL * params.rows_per_block))
+    return max(1, min(MULTIPROCESSORS * per_sm, MAX_PARTIALS // params.rows_per_block, enough))
 
 
 MAX_PARTIALS = 1024

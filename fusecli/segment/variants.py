@@ -94,15 +94,12 @@ def _reduction_grid(params: h.ReductionParams, scheduler: str) -> list[h.Reducti
             shared = (1,) if threads > 32 else tuple(b // threads for b in SHARED_BLOCKS)
             fits = slots * lanes <= h.MAX_PERSISTENT_ELEMENTS
             found += [replace(params, vectorize=lanes, threads=threads, slots=slots,
-                              rows_per_block=rows, persistent=persistent,
-                              max_blocks=_partials(rows) if inner_outer else params.max_blocks)
+                              rows_per_block=rows, persistent=persistent)
                       for rows in shared for persistent in (True, False)
                       if (fits or not persistent) and (persistent or not inner_outer)]
+    if inner_outer:  # each block shape with the grid h.inner_outer gives it
+        found = [replace(v, max_blocks=h.inner_outer_blocks(v)) for v in found]
     return found
-
-
-def _partials(rows_per_block: int) -> int:  # inner_outer's blocks, as h.inner_outer counts
-    return max(1, min(h.MULTIPROCESSORS, h.MAX_PARTIALS // rows_per_block))
 
 
 GRIDS: dict[type, Callable[[Any, str], list]] = {
