@@ -231,15 +231,27 @@ def test_unsupported_segments_say_why() -> None:
     assert kernel == Unsupported("the CUDA renderer has no type for ComplexFloat")
 
 
-def test_a_reduction_of_a_middle_dim_gives_a_thread_each_row() -> None:
-    x = torch.randn(4, 8, 16)  # reduced dims leading: tests/test_outer_reduction.py
+def test_a_reduction_of_a_middle_dim_is_a_batched_outer_reduction() -> None:
+    x = torch.randn(4, 8, 16)  # values: tests/test_outer_reduction.py
 
     def body(fd):
         fd.add_output(fd.ops.sum(define(fd, x), dims=[1]))
 
     (_, kernel), = kernels_of(fusion_of(body).fusion, [x])
     assert isinstance(kernel, Kernel)
-    assert kernel.heuristics.startswith("outer reduction: 64 rows (dims [0, 2]) of 8 (dims [1])")
+    assert kernel.heuristics.startswith(
+        "outer reduction: 64 columns (dims [0, 2]) of 8 rows (dims [1]); 4 columns per thread")
+
+
+def test_a_reduction_ending_in_the_innermost_dim_gives_a_thread_each_row() -> None:
+    x = torch.randn(4, 8, 16)
+
+    def body(fd):
+        fd.add_output(fd.ops.sum(define(fd, x), dims=[0, 2]))
+
+    (_, kernel), = kernels_of(fusion_of(body).fusion, [x])
+    assert isinstance(kernel, Kernel)
+    assert kernel.heuristics.startswith("outer reduction: 8 rows (dims [1]) of 64 (dims [0, 2])")
 
 
 def test_huge_tensors_get_64_bit_indexing() -> None:

@@ -269,8 +269,36 @@ def test_bfloat16_moves_8_columns_per_thread() -> None:
     assert "Vec<bfloat16, 8>" in kernel.source
 
 
+@needs_gxx
+@pytest.mark.parametrize(("shape", "dims", "dtype"), [
+    ((4, 8, 16), [1], torch.float32),
+    ((6, 300, 40), [1], torch.float32),  # rows split over blocks, 10 column vectors per batch
+    ((3, 50, 7, 8), [1, 2], torch.bfloat16),
+    ((2, 3, 64, 5, 24), [1, 2], torch.float16),  # kept dims before and after the reduced ones
+    ((5, 1, 40, 8), [2], torch.float32),
+])
+def test_middle_reductions_take_the_tiled_kernel_batched_over_the_leading_dims(shape, dims,
+                                                                               dtype) -> None:
+    """[A, R, C] reduced over R: A outer reductions side by side, each thread's columns (a, c)
+    one batch's, not a thread per column walking R (a few thousand threads for 100 MB)."""
+    x = sample(shape, dtype, "sum", seed=2)
+    (out,), kernels = run([x], lambda fd, t: [fd.ops.sum(t, dims=dims)])
+    assert outer_kernel(kernels)
+    check(out, reference("sum", x, dims), math.prod(shape[d] for d in dims))
+
+
+@needs_gxx
+def test_a_middle_var_mean_combines_by_chans_rule() -> None:
+    x = sample((6, 500, 24), torch.float32, "sum", seed=3)
+    (var, mean), kernels = run([x], lambda fd, t: list(fd.ops.var_mean(t, dims=[1],
+                                                                      correction=1)))
+    assert outer_kernel(kernels)
+    torch.testing.assert_close(mean.double(), x.double().mean(1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(var.double(), x.double().var(1), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize(("shape", "dims", "why"), [
-    ((4, 8, 16), [1], "a kept dim before the reduced one"),
+    ((4, 8, 16), [0, 2], "the innermost dim reduced"),
 ])
 def test_other_outer_reductions_keep_the_thread_per_row_kernel(shape, dims, why) -> None:
     x = torch.empty(shape, device="meta")

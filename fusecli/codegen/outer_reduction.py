@@ -40,13 +40,13 @@ Outputs = list[tuple[TensorView, tuple[int | None, ...], bool]]
 def build_outer_reduction(ctx: KernelContext, name: str, plan: ReductionParams,
                           reference: TensorView, outputs: Outputs) -> Kernel | None:
     """The kernel, or None where this schedule does not apply (the thread-per-column kernel
-    runs): reduced dims not all before the kept ones, a reduction of a reduced value,
+    runs): a reduced dim after the innermost kept one, a reduction of a reduced value,
     or a whole-loop output computed from a reduction (a normalization)."""
     shape = ctx.shape(reference)
     reduced = [d for d in plan.reduced_dims if shape[d] > 1]
     kept = [d for d in plan.row_dims if shape[d] > 1]
     found = accumulators(ctx)
-    if (plan.inner or any(r > k for r in reduced for k in kept)
+    if (plan.inner or (kept and any(r > kept[-1] for r in reduced))
             or any(a.pass_number != (1 if a.kind == "m2" else 0) for a in found)
             or any(full and _after_reduction(ctx, t) for t, _, full in outputs)):
         return None
