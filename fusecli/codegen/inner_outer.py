@@ -236,11 +236,13 @@ class _Body(_RowBody):
         e.line("__syncthreads();")
         with e.block("if (last_in_group)"):
             e.line("__threadfence();  // every block of the group has written its partials")
-            with e.block(self._columns()):
-                self._sum_rows(f"first * {plan.rows_per_block}",
-                               f"(first + members) * {plan.rows_per_block}", "part")
+            def store_group_sums() -> None:
                 for a in self.outer:
                     e.line(f"group_{a.name}[group * {size} + column] = {a.name};")
+
+            self._over_columns(f"first * {plan.rows_per_block}",
+                               f"(first + members) * {plan.rows_per_block}", "part",
+                               store_group_sums)
             e.line("__threadfence();  // the group's sums are visible before the count says so")
             e.line("__syncthreads();")
             with e.block("if (threadIdx.x == 0)"):
@@ -249,35 +251,53 @@ class _Body(_RowBody):
             e.line("__syncthreads();")
             with e.block("if (last_group)"):
                 e.line("__threadfence();  // every group has written its sums")
-                with e.block(self._columns()):
-                    self._sum_rows("0", str(groups), "group")
-                    self._epilogue(columns)
+                self._over_columns("0", str(groups), "group", lambda: self._epilogue(columns))
                 with e.block("if (threadIdx.x == 0)"):
                     e.line(f"{counter.name}[0] = 0;  // for the next launch")
 
-    def _columns(self) -> str:
-        return (f"for (index_t column = threadIdx.x; column < {self.plan.row_size}; "
-                f"column += {self.plan.block})")
+    def _lanes(self) -> int:
+        """Columns a thread sums at once in the combine: one 16-byte load of each sum's
+        partials per row (one column per load, eight rows in flight, was most of a wide
+        row's combine)."""
+        sizes = {cdtypes.itemsize_of_register(a.dtype) for a in self.outer}
+        lanes = 16 // max(sizes)
+        return lanes if len(sizes) == 1 and self.plan.row_size % lanes == 0 else 1
 
-    def _sum_rows(self, begin: str, end: str, prefix: str) -> None:
-        """Each sum over the rows of the workspace's rows ``begin`` to ``end`` at ``column``,
-        in order; eight loads issued before their adds."""
-        e, size = self.emitter, self.plan.row_size
-        for a in self.outer:
-            e.line(f"{a.ctype} {a.name} = {a.identity};")
-            p, v = f"p_{a.name}", f"v_{a.name}"
-            e.line(f"index_t {p} = {begin};")
-            with e.block(f"for (; {p} + 8 <= {end}; {p} += 8)"):
-                e.line(f"{a.ctype} {v}[8];")
-                e.line("#pragma unroll")
-                e.line(f"for (int k = 0; k < 8; ++k) {v}[k] = {prefix}_{a.name}[({p} + k) * "
-                       f"{size} + column];")
-                e.line("#pragma unroll")
-                e.line(f"for (int k = 0; k < 8; ++k) {a.name} = "
-                       f"{_COMBINE[a.kind].format(a=a.name, b=f'{v}[k]')};")
-            rest = _COMBINE[a.kind].format(a=a.name,
-                                           b=f"{prefix}_{a.name}[{p} * {size} + column]")
-            e.line(f"for (; {p} < {end}; ++{p}) {a.name} = {rest};")
+    def _over_columns(self, begin: str, end: str, prefix: str, each) -> None:
+        """For each column of this thread's: every sum over the rows ``begin`` to ``end`` of
+        the workspace ``prefix`` there, in order, as ``{a.name}``; then ``each()``, with
+        ``column`` that column. A thread takes ``_lanes()`` neighbouring columns at a time,
+        several rows' loads of each sum issued before their adds."""
+        e, size, lanes = self.emitter, self.plan.row_size, self._lanes()
+        batch = max(2, 8 // len(self.outer))
+        header = (f"for (index_t column0 = threadIdx.x * {lanes}; column0 < {size}; "
+                  f"column0 += {self.plan.block * lanes})")
+        with e.block(header):
+            for a in self.outer:
+                starts = ", ".join(f"{a.name}_{c} = {a.identity}" for c in range(lanes))
+                e.line(f"{a.ctype} {starts};")
+            e.line(f"index_t p = {begin};")
+            for step in (batch, 1):
+                loop = (f"for (; p + {step} <= {end}; p += {step})" if step > 1 else
+                        f"for (; p < {end}; ++p)")
+                with e.block(loop):
+                    for row in range(step):
+                        for a in self.outer:
+                            e.line(f"const Vec<{a.ctype}, {lanes}> {a.name}_v{row} = "
+                                   f"load_cg<{a.ctype}, {lanes}>({prefix}_{a.name} + "
+                                   f"(p + {row}) * {size} + column0);")
+                    for row in range(step):
+                        for a in self.outer:
+                            for c in range(lanes):
+                                total = _COMBINE[a.kind].format(a=f"{a.name}_{c}",
+                                                                b=f"{a.name}_v{row}.v[{c}]")
+                                e.line(f"{a.name}_{c} = {total};")
+            for c in range(lanes):  # each column in a scope of its own
+                with e.block(f"if (column0 + {c} < {size})"):
+                    e.line(f"const index_t column = column0 + {c};")
+                    for a in self.outer:
+                        e.line(f"{a.ctype} {a.name} = {a.name}_{c};")
+                    each()
 
     def _epilogue(self, columns: list[Placed]) -> None:
         """Column ``column``'s outputs, from each sum over the rows combined."""

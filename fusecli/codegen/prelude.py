@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fusecli.codegen import prelude_rng
+from fusecli.codegen import prelude_combine, prelude_rng
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,40 +288,8 @@ __device__ __forceinline__ T block_reduce(T value, Combine combine, T* scratch) 
 }
 """,
     ),
-    Section(
-        ("block_reduce2",),
-        r"""
-// block_reduce of two values at once: their shuffles interleaved, one pair of barriers for
-// both. Each is combined in block_reduce's order, so each gets block_reduce's bits. `scratch`
-// holds two T per warp of the block (64).
-template <int THREADS, typename T, typename CombineA, typename CombineB>
-__device__ __forceinline__ void block_reduce2(T& a, T& b, CombineA combine_a,
-                                              CombineB combine_b, T* scratch) {
-  constexpr int WIDTH = THREADS < 32 ? THREADS : 32;
-  #pragma unroll
-  for (int offset = WIDTH / 2; offset > 0; offset /= 2) {
-    a = combine_a(a, __shfl_xor_sync(0xffffffffu, a, offset, WIDTH));
-    b = combine_b(b, __shfl_xor_sync(0xffffffffu, b, offset, WIDTH));
-  }
-  if constexpr (THREADS > 32) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) scratch[warp] = a, scratch[32 + warp] = b;
-    __syncthreads();
-    const int from = lane < THREADS / 32 ? lane : 0;
-    a = scratch[from];
-    b = scratch[32 + from];
-    #pragma unroll
-    for (int offset = THREADS / 64; offset > 0; offset /= 2) {
-      a = combine_a(a, __shfl_xor_sync(0xffffffffu, a, offset));
-      b = combine_b(b, __shfl_xor_sync(0xffffffffu, b, offset));
-    }
-    a = __shfl_sync(0xffffffffu, a, 0);  // lanes past the warp count held filler
-    b = __shfl_sync(0xffffffffu, b, 0);
-    __syncthreads();  // scratch may be written again by the next reduction
-  }
-}
-""",
-    ),
+    Section(("block_reduce2",), prelude_combine.BLOCK_REDUCE2),
+    Section(("load_cg",), prelude_combine.LOAD_CG),
     Section(
         ("block_welford",),
         r"""
