@@ -253,8 +253,9 @@ def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
             if params is None or not params.inner:
                 return params
             # INNER_OUTER_ELEMENTS a thread: a row's values, and as many partials of each sum
-            # over the rows, stay in registers (16 bf16 lanes a thread left two blocks of
-            # 256 where the grid counted on four: 140 us against 100 for [8192, 4096], H100)
+            # over the rows, stay in registers (16 bf16 elements a thread left two blocks of
+            # 256 resident where the grid counted on four: [8192, 4096] took 140 us on an
+            # H100, where 8 elements a thread (4 lanes, 2 slots) had taken 114)
             vectors = params.row_size // params.vectorize
             slots = max(1, INNER_OUTER_ELEMENTS // params.vectorize)
             threads = min(MAX_ROW_THREADS, _next_power_of_two(-(-vectors // slots)))
