@@ -257,8 +257,7 @@ class _Body(_RowBody):
 
     def _lanes(self) -> int:
         """Columns a thread sums at once in the combine: one 16-byte load of each sum's
-        partials per row (one column per load, eight rows in flight, was most of a wide
-        row's combine)."""
+        partials per row, where it loaded one column of one sum at a time."""
         sizes = {cdtypes.itemsize_of_register(a.dtype) for a in self.outer}
         lanes = 16 // max(sizes)
         return lanes if len(sizes) == 1 and self.plan.row_size % lanes == 0 else 1
