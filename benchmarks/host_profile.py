@@ -89,18 +89,32 @@ def stamping_launches(stamps: list[float]) -> None:
     driver.launchKernel = stamped
 
 
+def back_to_back_us(call: Callable[[], object], calls: int = 2000) -> float:
+    """Mean host microseconds of ``call`` made ``calls`` times in a row, nothing synchronized
+    between (the first CUDA call after a synchronize costs more: ``host_us`` counts that)."""
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(calls):
+        call()
+    elapsed = time.perf_counter() - started
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
 def parts(inputs: list, outputs: list, runs: list) -> str:
-    """What the pieces of a warm call cost alone: one ``torch.empty`` per output as the
-    launch makes it, and the input signature's key."""
+    """What the pieces of a warm call cost alone, each made back to back: one
+    ``torch.empty_strided`` per output as the launch makes it, the input signature's key, and
+    the compiled replay without ``fd.execute``'s way to it."""
     from fusecli.runtime.warm import warm_key
 
-    empties = [host_us(lambda o=o: torch.empty(o.shape, dtype=o.dtype, device=o.device), 2000)
-               for o in outputs if isinstance(o, torch.Tensor)]
-    key = host_us(lambda: warm_key(inputs, "nvfuser", "auto", None), 2000)
-    text = (f"   parts: torch.empty per output {', '.join(f'{u:.1f}' for u in empties)} us; "
-            f"warm_key {key:.1f} us")
-    for run in filter(None, runs):  # the compiled replay alone, without fd.execute's way to it
-        text += f"; the replay alone {host_us(lambda run=run: run(inputs), 2000):.1f} us"
+    empties = [back_to_back_us(lambda o=o: torch.empty_strided(
+        o.shape, o.stride(), dtype=o.dtype, device=o.device))
+        for o in outputs if isinstance(o, torch.Tensor)]
+    key = back_to_back_us(lambda: warm_key(inputs, "nvfuser", "auto", None))
+    text = (f"   parts, back to back: torch.empty_strided per output "
+            f"{', '.join(f'{u:.1f}' for u in empties)} us; warm_key {key:.1f} us")
+    for run in filter(None, runs):
+        text += f"; the replay alone {back_to_back_us(lambda run=run: run(inputs), 500):.1f} us"
     return text
 
 
