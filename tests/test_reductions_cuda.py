@@ -60,8 +60,9 @@ def test_middle_reductions_match_eager_torch(shape, dims, dtype) -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_a_half_layer_norm_backward_with_float_statistics_matches_eager_torch(dtype) -> None:
-    """dx, dw and db of [2048, 4096] rows: 8 lanes (the float mean and rstd are per row), the
-    two row sums combined in one block_reduce2, dw and db summed over the blocks' partials."""
+    """dx, dw and db of [2048, 4096] rows (the float mean and rstd per row): the two row sums
+    combined in one block_reduce2, dw and db summed over the blocks' partials 16 bytes of
+    columns at a time."""
     rows, hidden = 2048, 4096
     grad, x = (torch.randn(rows, hidden, device="cuda").to(dtype) for _ in range(2))
     mean = torch.randn(rows, device="cuda") / 4

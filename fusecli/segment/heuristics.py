@@ -252,16 +252,18 @@ def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
             params = reduction(candidate, sizes, number)
             if params is None or not params.inner:
                 return params
-            # INNER_OUTER_ELEMENTS a thread: a row's values, and as many partials of each sum
-            # over the rows, stay in registers (16 bf16 elements a thread left two blocks of
-            # 256 resident where the grid counted on four: [8192, 4096] took 140 us on an
-            # H100, where 8 elements a thread (4 lanes, 2 slots) had taken 114)
-            vectors = params.row_size // params.vectorize
-            slots = max(1, INNER_OUTER_ELEMENTS // params.vectorize)
+            # INNER_OUTER_ELEMENTS a thread, INNER_OUTER_LANES at a time: measured on an H100
+            # (benchmarks/sweep.py at 465399d), bf16 rows of 8192 took 112 us with 1,024
+            # threads of 2 slots of 4 lanes, 123 us of 1 slot of 8, 149 us with 512 threads
+            # of 2 slots of 8 (16 elements a thread: two blocks resident where the grid
+            # counted on more; [8192, 4096] so took 140 us in the population, nvFuser 87)
+            lanes = vector_width(min(params.vectorize, INNER_OUTER_LANES), params.row_size)
+            vectors = params.row_size // lanes
+            slots = max(1, INNER_OUTER_ELEMENTS // lanes)
             threads = min(MAX_ROW_THREADS, _next_power_of_two(-(-vectors // slots)))
             if threads > 32:
-                params = replace(params, threads=threads, slots=-(-vectors // threads),
-                                 rows_per_block=1)
+                params = replace(params, vectorize=lanes, threads=threads,
+                                 slots=-(-vectors // threads), rows_per_block=1)
             return replace(params, max_blocks=inner_outer_blocks(params))
     return reduction(candidate, sizes)
 
@@ -276,7 +278,8 @@ def inner_outer_blocks(params: ReductionParams) -> int:
 
 
 MAX_PARTIALS = 1024
-INNER_OUTER_ELEMENTS = 8  # a row's elements per thread: 8 bf16 lanes or 2 slots of 4 floats
+INNER_OUTER_ELEMENTS = 8  # a row's elements per thread
+INNER_OUTER_LANES = 4  # at most, per access: 2 slots of 4 beat 1 slot of 8 bf16 (above)
 INNER_OUTER_THREADS = 1024  # resident threads per multiprocessor the inner_outer grid aims at
 MIN_ROWS_PER_PARTIAL = 16  # rows a row group takes, at least, beyond a block per multiprocessor
 
