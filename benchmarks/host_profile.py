@@ -6,10 +6,13 @@ On the GPU machine, with nvFuser's wheel unpacked (``. .nvfuser/activate.sh``):
 
 For each population member whose name or number matches one of the comma-separated words
 (``population.draw(100, SEED)``): the median over 400 calls of one warm call's host time, the
-device idle before each (synchronized, not timed), for both engines; fusecli's warm replay as
-the Python source it runs (``runtime.warm``); and a cProfile of 300 warm calls, the functions
-of most own time first. CUDA-event timings (``vs_nvfuser.py``) count this host time before the
-first launch; this shows where it goes.
+device idle before each (synchronized, not timed), for both engines, with fusecli's host time
+to its first cuLaunchKernel; each engine's CUDA-event time of a call (as ``vs_nvfuser.py``
+times it) and device time (torch's profiler); the parts of fusecli's call timed back to back
+(an output's allocation, the input signature's key, the replay alone); fusecli's warm replay
+as the Python source it runs (``runtime.warm``); and a cProfile of 300 warm calls, the
+functions of most own time first. CUDA-event timings count the host time before the first
+launch; this shows where it goes.
 """
 
 from __future__ import annotations
