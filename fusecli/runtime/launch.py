@@ -171,15 +171,13 @@ class Launch:
         # written per call, as the slots are shared with __call__ and other plain functions
         pointers: list[tuple[int, int]] = []  # (slot, address): zeroed workspaces, made once
         scalars: list[tuple[Any, object]] = []  # (typed slot, packed number)
-        fresh: list[KernelArg] = []  # workspaces made per call
-        fresh_slots: list[int] = []
+        fresh: list[tuple[int, KernelArg]] = []  # (slot, param): workspaces made per call
         for slot, param, typed in self.others:
             if param.kind is ArgKind.WORKSPACE:
                 if param.zeroed:
                     pointers.append((slot, workspace(param, self.device, typed).data_ptr()))
                 else:
-                    fresh.append(param)
-                    fresh_slots.append(slot)
+                    fresh.append((slot, param))
             elif slot in numbers and param.kind is ArgKind.SCALAR:
                 number = numbers[slot]
                 number = number.item() if isinstance(number, torch.Tensor) else number
@@ -204,8 +202,8 @@ class Launch:
                     tensor = empty_strided(shape, strides, dtype=dtype, device=device)
                     slots[slot] = tensor.data_ptr()
                     made.append(tensor)
-                held = [workspace(param, device) for param in fresh]  # alive until queued
-                for slot, memory in zip(fresh_slots, held):
+                held = [workspace(param, device) for _, param in fresh]  # alive until queued
+                for (slot, _), memory in zip(fresh, held):
                     slots[slot] = memory.data_ptr()
                 for slot, pointer in pointers:
                     slots[slot] = pointer
@@ -303,7 +301,7 @@ def empty_output(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.
 
 
 def _allocated(shape: tuple[int, ...], strides: tuple[int, ...], logical: tuple[int, ...],
-               ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+               ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape and strides of ``empty_output(shape, strides, ...).expand(logical)`` (the
     buffer's strides, 0 along its expanded dims), for one ``torch.empty_strided`` call to make
     (a third less host time than ``torch.empty``'s, row-major buffers too)."""
