@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Extent, TensorView
@@ -230,12 +230,19 @@ def reduction(candidate: Candidate, sizes: Sizes, first: int = 0) -> ReductionPa
         return ReductionParams(1, 1, ROWS_BLOCK, row_size, False, False, **structure)
     moved = per_element(candidate, shapes, row_shape, reduced_shape)
     lanes = vector_width(widest_vector(moved), reduced_shape[-1] if reduced_shape else 1)
+    return ReductionParams(**_row_block(row_size, lanes, SLOTS_WANTED), inner=True, **structure)
+
+
+def _row_block(row_size: int, lanes: int, slots_wanted: int) -> dict[str, Any]:
+    """The block shape of rows of ``row_size`` elements, ``lanes`` an access, aiming at
+    ``slots_wanted`` vectors a thread: a power of two of threads a row (several rows share a
+    block below a warp), the slots that leaves, and whether a row fits in registers."""
     vectors = row_size // lanes
-    threads = min(MAX_ROW_THREADS, _next_power_of_two(-(-vectors // SLOTS_WANTED)))
-    rows_per_block = max(1, ROWS_BLOCK // threads) if threads <= 32 else 1
+    threads = min(MAX_ROW_THREADS, _next_power_of_two(-(-vectors // slots_wanted)))
     slots = -(-vectors // threads)
-    persistent = slots * lanes <= MAX_PERSISTENT_ELEMENTS
-    return ReductionParams(lanes, threads, rows_per_block, slots, persistent, True, **structure)
+    return dict(vectorize=lanes, threads=threads,
+                rows_per_block=max(1, ROWS_BLOCK // threads) if threads <= 32 else 1,
+                slots=slots, persistent=slots * lanes <= MAX_PERSISTENT_ELEMENTS)
 
 
 def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
@@ -257,13 +264,10 @@ def inner_outer(candidate: Candidate, sizes: Sizes) -> ReductionParams | None:
             # threads of 2 slots of 4 lanes, 123 us of 1 slot of 8, 149 us with 512 threads
             # of 2 slots of 8 (16 elements a thread: two blocks resident where the grid
             # counted on more; [8192, 4096] so took 140 us in the population, nvFuser 87)
-            lanes = vector_width(min(params.vectorize, INNER_OUTER_LANES), params.row_size)
-            vectors = params.row_size // lanes
-            slots = max(1, INNER_OUTER_ELEMENTS // lanes)
-            threads = min(MAX_ROW_THREADS, _next_power_of_two(-(-vectors // slots)))
-            if threads > 32:
-                params = replace(params, vectorize=lanes, threads=threads,
-                                 slots=-(-vectors // threads), rows_per_block=1)
+            lanes = min(params.vectorize, INNER_OUTER_LANES)  # powers of two: it divides too
+            block = _row_block(params.row_size, lanes, max(1, INNER_OUTER_ELEMENTS // lanes))
+            if block["threads"] > 32:  # rows sharing a block keep reduction()'s shape
+                params = replace(params, **block)
             return replace(params, max_blocks=inner_outer_blocks(params))
     return reduction(candidate, sizes)
 
