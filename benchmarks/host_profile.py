@@ -31,7 +31,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import population  # noqa: E402
-from vs_nvfuser import device_profile, nvfuser_definition, nvfuser_module  # noqa: E402
+from vs_nvfuser import (  # noqa: E402
+    device_profile,
+    median_ms,
+    nvfuser_definition,
+    nvfuser_module,
+)
 
 
 def host_us(call: Callable[[], object], calls: int = 400) -> float:
@@ -44,20 +49,6 @@ def host_us(call: Callable[[], object], calls: int = 400) -> float:
         times.append(time.perf_counter() - started)
     torch.cuda.synchronize()
     return statistics.median(times) * 1e6
-
-
-def event_us(call: Callable[[], object], calls: int = 400) -> float:
-    """Median CUDA-event microseconds of ``call`` started on an idle device, as
-    ``vs_nvfuser.py`` times it: host time to the first launch plus the kernels."""
-    times = []
-    for _ in range(calls):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times) * 1e3
 
 
 def first_launch_us(call: Callable[[], object], stamps: list[float],
@@ -162,14 +153,14 @@ def report(member: population.Member, nvfuser: object, why: str | None) -> None:
     line = f"== {member.name}: host fusecli {host_us(ours):.1f} us"
     first = first_launch_us(ours, stamps)
     line += f" (first launch at {first:.1f} us)" if first is not None else ""
-    events = [event_us(ours)]
+    events = [median_ms(ours, 400) * 1e3]  # as vs_nvfuser.py times a call
     devices = [device_profile(ours)[0] * 1e3]
     if nvfuser is not None:
         theirs = nvfuser_definition(fd, "member", inputs, nvfuser)
         for _ in range(5):
             theirs.execute(inputs)
         line += f", nvFuser {host_us(lambda: theirs.execute(inputs)):.1f} us"
-        events.append(event_us(lambda: theirs.execute(inputs)))
+        events.append(median_ms(lambda: theirs.execute(inputs), 400) * 1e3)
         devices.append(device_profile(lambda: theirs.execute(inputs))[0] * 1e3)
     else:
         line += f" (nvFuser: {why})"

@@ -18,7 +18,10 @@ __device__ __forceinline__ void block_reduce2(T& a, T& b, CombineA combine_a,
   }
   if constexpr (THREADS > 32) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) scratch[warp] = a, scratch[32 + warp] = b;
+    if (lane == 0) {
+      scratch[warp] = a;
+      scratch[32 + warp] = b;
+    }
     __syncthreads();
     const int from = lane < THREADS / 32 ? lane : 0;
     a = scratch[from];
