@@ -203,8 +203,9 @@ def explain(member: Member, result: Result, nvfuser: Any) -> list[str]:
 def print_report(results: list[Result], worst: list[Result], args: Any) -> None:
     ratios = [r.ratio for r in results if r.ratio is not None]
     print(f"\nfusecli vs real nvFuser on {len(results)} fusions (seed {args.seed}): nvFuser's "
-          f"time over fusecli's per warm fd.execute (median of {args.iters}; above 1: fusecli "
-          "is faster)")
+          f"time over fusecli's per warm fd.execute (median of {args.iters}"
+          f"{', each after an L2 flush' if tools.COLD_L2 else ', L2 not flushed'}; "
+          "above 1: fusecli is faster)")
     if not ratios:
         print("no fusion was measured on both")
     else:

@@ -9,11 +9,13 @@ way ``--engine nvfuser`` gives it (``fusecli convert --to direct``), so both run
 nvFuser-API definition on the same inputs. Each is timed warm with CUDA events, as the median
 of ``--iters`` calls of ``fd.execute``, next to eager torch (and ``torch.compile`` with
 ``--compile``). fusecli and nvFuser take turns call by call, so that the shared host's slow
-spells fall on both. GB/s counts each input and output once; % is of the device's copy bandwidth,
-measured in the same run. Host time is per warm ``fd.execute`` of a one-op fusion over 1,024
-floats, with one synchronize after 1,000 calls: the median of 5 rounds, the engines taking
-turns. Memory: fusecli's device memory and host RSS
-before and after 10,000 warm calls. ``--corpus`` adds ``tests/nvfuser_corpus/`` (LLM-block
+spells fall on both; before each timed call L2 is flushed and the device waited for
+(``flush_l2``, as nvFuser's benchmarks clear L2), so that no engine reads what the other's
+turn left cached (``--warm-l2``: the earlier method, no flush). GB/s counts each input and
+output once; % is of the device's copy bandwidth, measured in the same run. Host time is per
+warm ``fd.execute`` of a one-op fusion over 1,024 floats, with one synchronize after 1,000
+calls: the median of 5 rounds, the engines taking turns. Memory: fusecli's device memory and
+host RSS before and after 10,000 warm calls. ``--corpus`` adds ``tests/nvfuser_corpus/`` (LLM-block
 shapes). Without nvfuser_direct the other columns run and the table says so.
 
 ``--population N --seed S`` measures a random population of memory-bound fusions instead
@@ -183,9 +185,33 @@ def median_ms(run: Callable[[], Any], iters: int) -> float:
     return interleaved_ms([run], iters)[0]
 
 
-def interleaved_ms(runs: list[Callable[[], Any]], iters: int) -> list[float]:
+COLD_L2 = True  # ``--warm-l2`` clears it: each call then finds what the call before left in L2
+_flush_buffer: list[torch.Tensor] = []
+
+
+def flush_l2() -> None:
+    """Evict the device's L2 cache by reading a buffer of twice its size (as nvFuser's own
+    benchmarks clear L2 before each timed call), then wait: the timed call starts on an idle
+    device with a cold, clean cache. Without it the call before leaves up to the L2's size of
+    the same inputs (or dirty lines of its outputs) for the next engine's call, which then reads
+    part of its inputs from L2, or writes the other's lines back: 10-15 us of a 60-100 us call
+    depending on the order of the turns, not on the engine."""
+    if not _flush_buffer:
+        size = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        _flush_buffer.extend((torch.ones(max(size, 1 << 20) // 2, device="cuda"),
+                              torch.empty((), device="cuda")))
+    buffer, total = _flush_buffer
+    torch.sum(buffer, dim=0, out=total)  # reads only: the lines it leaves are clean
+    torch.cuda.synchronize()
+
+
+def interleaved_ms(runs: list[Callable[[], Any]], iters: int,
+                   cold: bool | None = None) -> list[float]:
     """Each run's median CUDA-event time of one call (host time to launch included), the runs
-    taking turns call by call, so that a slow spell of the shared host falls on all of them."""
+    taking turns call by call, so that a slow spell of the shared host falls on all of them;
+    each call after an L2 flush (``flush_l2``) unless ``cold`` is False (default:
+    ``COLD_L2``)."""
+    cold = COLD_L2 if cold is None else cold
     for run in runs:
         for _ in range(3):
             run()
@@ -193,6 +219,8 @@ def interleaved_ms(runs: list[Callable[[], Any]], iters: int) -> list[float]:
     times: list[list[float]] = [[] for _ in runs]
     for _ in range(iters):
         for run, kept in zip(runs, times):
+            if cold:
+                flush_l2()
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
@@ -402,7 +430,12 @@ def main() -> int:
                              "these comma-separated parts (e.g. fuzz_512423803,rms_norm)")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --population: draw and print it, measure nothing")
+    parser.add_argument("--warm-l2", action="store_true",
+                        help="time each call without flushing L2 first (the method before "
+                             "2026-12-07: the engines' turns leave each other cached data)")
     args = parser.parse_args()
+    global COLD_L2
+    COLD_L2 = not args.warm_l2
     if args.population is not None:
         sys.modules.setdefault("vs_nvfuser", sys.modules[__name__])  # one copy of this module
         from population_bench import run_population
@@ -449,7 +482,8 @@ def main() -> int:
     memory_after, rss_after = torch.cuda.memory_allocated(), rss_mb()
 
     print(f"\ncopy bandwidth {copy:.0f} GB/s; GB/s per fusion (inputs + outputs once), median "
-          f"of {args.iters} warm fd.execute calls")
+          f"of {args.iters} warm fd.execute calls, "
+          f"{'each after an L2 flush' if COLD_L2 else 'L2 not flushed'}")
     if nvfuser is None:
         print(f"real nvFuser not available ({missing}): its columns are empty")
     columns = ["nvfuser", "fusecli", "eager"] + (["compile"] if args.compile else [])
