@@ -228,7 +228,7 @@ def test_unsupported_segments_say_why() -> None:
 
     (segment, kernel), = kernels_of(fusion_of(body).fusion, [x])
     assert segment.scheduler == "pointwise"
-    assert kernel == Unsupported("the CUDA renderer has no type for ComplexFloat")
+    assert kernel.reason == "the CUDA renderer has no type for ComplexFloat"
 
 
 def test_a_reduction_of_a_middle_dim_is_a_batched_outer_reduction() -> None:
@@ -471,12 +471,16 @@ def random_reduction(seed: int) -> tuple[FusionDefinition, list[torch.Tensor]]:
 @pytest.mark.parametrize("seed", range(16))
 def test_random_inner_reductions_match_the_reference(seed: int) -> None:
     fd, inputs = random_reduction(seed)
-    schedulers = [segment.scheduler for segment, _ in kernels_of(fd.fusion, inputs)]
-    # a cast to the dtype it already has is a set: an expr_eval segment after the reduction;
-    # a sum over a size-1 broadcast is a squeeze (nvFuser's trivial reduction), and a fusion of
-    # size-1 tensors alone is no_op: both run on ATen by design
-    on_aten = ("expr_eval", "no_op")
-    assert check_on_emulator(fd.fusion, inputs) == sum(s not in on_aten for s in schedulers)
+    segments = [segment for segment, _ in kernels_of(fd.fusion, inputs)]
+    # a cast to the dtype it already has is a set: an expr_eval segment after the reduction,
+    # on ATen by design; a sum over a size-1 broadcast is a squeeze (nvFuser's trivial
+    # reduction), and a fusion of size-1 tensors alone is no_op: a kernel where it computes
+    # (nvFuser's NoOp compiles one), none where it only moves views
+    computing = {"unary", "binary", "ternary", "cast"}
+    expected = sum(s.scheduler != "expr_eval" and (
+        s.scheduler != "no_op" or any(e.op.kind.value in computing for e in s.exprs))
+        for s in segments)
+    assert check_on_emulator(fd.fusion, inputs) == expected
 
 
 # -- the CuPy executor's flow, kernels emulated -------------------------------------------------
@@ -601,11 +605,14 @@ def test_zero_size_segments_get_no_kernel_and_say_why():
         fd.add_output(fd.ops.relu(t0))
         fd.add_output(fd.ops.tanh(fd.ops.sum(t1, [0], keepdim=True)))
     empty, column = torch.empty(0, 3), torch.empty(0, 1)
-    kernels = kernels_of(fd.fusion, [empty, column])
-    assert kernels and all(isinstance(k, Unsupported) for _, k in kernels)
+    (fill, fill_tanh) = kernels_of(fd.fusion, [empty, column])
     # nvFuser's RemoveEmptyPass makes the empty relu and the sum over the empty dimension
-    # fills (full); what is left has no concrete output dimension: no_op, no kernel
-    assert [k.reason for _, k in kernels] == ["no_op segments run on ATen"] * 2
+    # fills (full); what is left has no concrete output dimension: no_op segments. The fill
+    # alone computes nothing: no kernel. tanh of the other fill is computed, as nvFuser's
+    # NoOp scheduler compiles it, by a pointwise kernel of one element.
+    assert [segment.scheduler for segment, _ in (fill, fill_tanh)] == ["no_op", "no_op"]
+    assert fill[1] == Unsupported("no_op segments run on ATen")
+    assert isinstance(fill_tanh[1], Kernel) and fill_tanh[1].grid == (1, 1, 1)
 
 
 @needs_gxx

@@ -252,3 +252,22 @@ def test_slices_of_sizes_the_inputs_give_run_as_kernels(executor: CupyExecutor, 
     path.write_text(SYMBOLIC_SLICES, encoding="utf-8")
     (loaded,) = load_path(path, device="cuda")
     assert check_segments(executor, loaded.fusion, [on_device(x) for x in loaded.inputs]) == 1
+
+
+def test_a_no_op_segment_that_computes_runs_a_kernel_of_its_broadcast() -> None:
+    """A cast of an input expanded along its only long dim: nvFuser's no_op scheduler takes the
+    segment and still compiles a kernel; fusecli's computes the one element and returns it
+    expanded, as nvFuser allocates an expanded output (stride 0), in the full run and the
+    warm replay."""
+    from fusecli.frontend import DataType, FusionDefinition
+    from fusecli.runtime.segmented import execute_segmented
+
+    x = torch.arange(1, 2, device="cuda", dtype=torch.int32).view(1, 1).expand(16384, 1)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(sizes=[16384, 1], strides=[0, 1], dtype=DataType.Int32)
+        fd.add_output(fd.ops.cast(t, DataType.Half))
+    run = execute_segmented(segment_fusion(fd.fusion, [x]), [x], executor="cupy")
+    assert [(s.scheduler, s.executor) for s in run.segments] == [("no_op", "cupy")]
+    for (out,) in [run.outputs, fd.execute([x]), fd.execute([x])]:
+        assert out.shape == (16384, 1) and out.dtype == torch.float16
+        assert torch.equal(out, x.half())

@@ -1,8 +1,9 @@
 """On a GPU, through ``fd.execute`` (a full run, then the warm replay): middle-dim reductions on
 the tiled outer kernel, half-precision norms with 16-byte lanes beside float per-row tensors,
-and a norm backward's two sums per row in one ``block_reduce2``, against eager torch in float64.
-The emulator checks the same kernels' indexing without a GPU (tests/test_outer_reduction.py,
-tests/test_inner_outer.py); this checks them where they run.
+a norm backward's two sums per row in one ``block_reduce2``, and segments run as parts
+(``runtime.parts``), against eager torch in float64. The emulator checks the same kernels'
+indexing without a GPU (tests/test_outer_reduction.py, tests/test_inner_outer.py,
+tests/test_parts.py); this checks them where they run.
 """
 
 from __future__ import annotations
@@ -111,3 +112,53 @@ def test_a_half_rms_norm_returning_its_float_inverse_matches_eager_torch() -> No
         assert inv_out.shape == (4096, 2048) and inv_out.stride(1) == 0
         close(inv_out, inv64, 1e-5)
         close(out, x64 * inv64, 2e-3)
+
+
+def _slice_sum_and_scale(fd: FusionDefinition, x) -> None:
+    part = fd.ops.cast(fd.ops.slice(x, [0, 0, 0], [1, 2048, 4096]), DataType.Float)
+    total = fd.ops.sum(fd.ops.mul(part, part), dims=[2])
+    fd.add_output(fd.ops.rsqrt(fd.ops.add(fd.ops.div(total, 4096.0), 1e-5)))
+    fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.cast(x, DataType.Float), 0.5),
+                              DataType.BFloat16))
+
+
+def _batch_norm(fd: FusionDefinition, x) -> None:
+    xf = fd.ops.cast(x, DataType.Float)
+    var, mean = fd.ops.var_mean(xf, dims=[0, 2, 3], correction=0)
+    rstd = fd.ops.rsqrt(fd.ops.add(var, 1e-5))
+    shape = [16, 64, 64, 64]
+    y = fd.ops.mul(fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape, [1])),
+                   fd.ops.broadcast_in_dim(rstd, shape, [1]))
+    fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+    fd.add_output(mean)
+    fd.add_output(rstd)
+
+
+@pytest.mark.parametrize("case", ["slice_sum_and_scale", "batch_norm"])
+def test_segments_without_a_kernel_of_their_own_run_as_parts(case) -> None:
+    """An output off the reduction's loop; NCHW statistics of 64 channels of 65,536 with the
+    normalization: no single kernel, so a reduction kernel and a pointwise one
+    (``runtime.parts``), in the full run and in the warm replay."""
+    from fusecli.runtime.segmented import execute_segmented
+    from fusecli.segment.segmenter import segment_fusion
+
+    shape = [1, 2048, 6144] if case == "slice_sum_and_scale" else [16, 64, 64, 64]
+    x = torch.randn(shape, device="cuda").to(torch.bfloat16)
+    with FusionDefinition() as fd:
+        (_slice_sum_and_scale if case == "slice_sum_and_scale" else _batch_norm)(fd, define(fd, x))
+    run = execute_segmented(segment_fusion(fd.fusion, [x]), [x], executor="cupy")
+    assert [(s.executor, s.fallback) for s in run.segments] == [("cupy", None)]
+    expected = x.double()
+    for outputs in [run.outputs, *twice(fd, [x])]:
+        if case == "slice_sum_and_scale":
+            rstd, scaled = outputs
+            part = expected[..., :4096]
+            close(rstd, torch.rsqrt((part * part).sum(2) / 4096 + 1e-5), 1e-5)
+            assert torch.equal(scaled, (x.float() * 0.5).to(torch.bfloat16))
+        else:
+            y, mean, rstd = outputs
+            m = expected.mean((0, 2, 3))
+            r = torch.rsqrt(expected.var((0, 2, 3), correction=0) + 1e-5)
+            close(mean, m, 1e-5)
+            close(rstd, r, 1e-4)
+            close(y, (expected - m.view(1, -1, 1, 1)) * r.view(1, -1, 1, 1), 1e-2)

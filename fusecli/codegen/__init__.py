@@ -61,7 +61,11 @@ def generate(
     computes in registers; a segment that faults any other op has no kernel. ``views``: uids
     of tensors the runtime evaluates as views (``codegen.views``): the kernel does not write
     those among the segment's outputs, and its ``views`` lists the exprs that make them."""
-    if segment.scheduler in ATEN_SCHEDULERS:
+    if segment.scheduler == "no_op" and any(e.op.kind in _COMPUTING for e in segment.exprs):
+        # nvFuser's NoOp scheduler still compiles a kernel for what such a segment computes
+        # (a cast of a broadcast input): the pointwise one, over its concrete extents
+        segment = replace(segment, scheduler="pointwise", params=None)
+    elif segment.scheduler in ATEN_SCHEDULERS:
         return Unsupported(f"{segment.scheduler} segments run on ATen")
     generator = GENERATORS.get(segment.scheduler)
     if generator is None:
@@ -85,11 +89,12 @@ def generate(
         params = heuristics_for(ctx)
         kernel = generator(ctx, name, params)
     except UnsupportedError as error:
-        return Unsupported(error.reason)
+        return Unsupported(error.reason, splittable=True)
     return replace(kernel, params=params.describe(segment.scheduler), views=evaluated)
 
 
 _FAULTABLE = frozenset({OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST})
+_COMPUTING = _FAULTABLE
 
 
 def _unfaultable(segment: Segment, faults: frozenset[str]) -> str | None:

@@ -88,9 +88,13 @@ class Kernel:
 
 @dataclass(frozen=True, slots=True)
 class Unsupported:
-    """No kernel for this segment; ``reason`` says why (shown in reports and JSON)."""
+    """No kernel for this segment; ``reason`` says why (shown in reports and JSON).
+    ``splittable``: the generator itself refused (its ops passed ``support.why_not``): a
+    smaller segment may have a kernel, so the runtime may run this one as parts
+    (``runtime.parts``)."""
 
     reason: str
+    splittable: bool = False
 
 
 class UnsupportedError(Exception):

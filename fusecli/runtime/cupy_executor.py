@@ -55,6 +55,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class FallbackReason:
     reason: str
+    splittable: bool = False  # no kernel for the segment whole; parts may have (runtime.parts)
 
 
 def cupy_available() -> str | None:
@@ -90,6 +91,7 @@ class CupyExecutor:
         self._streams: dict[int, Stream] = {}
         self._fallback = AtenExecutor()
         self.last_kernel: Kernel | None = None
+        self.last_splittable = False  # the last refusal was a segment parts may run
         self.last_launch: Launch | None = None  # the planned launch that ran last_kernel
 
     def kernels(self) -> list[Kernel]:
@@ -110,6 +112,7 @@ class CupyExecutor:
                 ctx: ExecutionContext) -> str | None:
         """The protocol's step: run ``segment`` into ``env``, or say why there is no kernel."""
         result = self.execute_segment(segment, env, ctx)
+        self.last_splittable = isinstance(result, FallbackReason) and result.splittable
         if isinstance(result, FallbackReason):
             return result.reason
         outputs, self.last_kernel = result
@@ -165,7 +168,8 @@ class CupyExecutor:
             return cached[1]
         kernel = generate(segment, EnvironmentSizes(ctx, env), inputs, ctx.faults, ctx.views)
         if isinstance(kernel, Unsupported):
-            prepared: Prepared | FallbackReason = FallbackReason(kernel.reason)
+            prepared: Prepared | FallbackReason = FallbackReason(kernel.reason,
+                                                                 kernel.splittable)
         else:
             try:
                 prepared = Prepared(kernel, self._load(kernel, device))

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from fusecli.codegen import ATEN_SCHEDULERS
 from fusecli.errors import PipelineError
+from fusecli.runtime.parts import kernel_parts
+from fusecli.segment.result import Segment
 
 if TYPE_CHECKING:
     from fusecli.codegen import Kernel
     from fusecli.runtime.context import ExecutionContext
-    from fusecli.segment.result import Segment
 
 Env = MutableMapping[int, object]
 
@@ -49,6 +50,8 @@ class SegmentOutcome:
     fallback: str | None = None
     kernel: Kernel | None = None
     launch: object = None  # the kernel's planned warm launch (runtime.launch.Launch), if any
+    # a segment run as parts (runtime.parts): each part and how it ran, in order
+    parts: tuple[tuple[Segment, SegmentOutcome], ...] = ()
 
 
 def run_segment(
@@ -69,6 +72,9 @@ def run_segment(
         if reason is None:
             return SegmentOutcome(executor.name, None, getattr(executor, "last_kernel", None),
                                   getattr(executor, "last_launch", None))
+        parts = kernel_parts(segment) if getattr(executor, "last_splittable", False) else None
+        if parts is not None:
+            return _run_parts(executor, parts, env, ctx, fallback, strict)
     if reason is not None and strict and segment.scheduler not in ATEN_SCHEDULERS:
         raise PipelineError(
             f"segment {segment.id} ({segment.scheduler}) has no CUDA kernel: {reason}"
@@ -78,6 +84,20 @@ def run_segment(
         raise PipelineError(f"segment {segment.id}: the {fallback.name} executor refused it: "
                             f"{refused}")
     return SegmentOutcome(fallback.name, reason)
+
+
+def _run_parts(executor: Executor, parts: tuple[Segment, ...], env: Env, ctx: ExecutionContext,
+               fallback: Executor, strict: bool) -> SegmentOutcome:
+    """A segment without a kernel of its own, run as ``parts`` (``runtime.parts``): on
+    ``executor`` where every part ran there, else on the fallback, naming the first part's
+    reason."""
+    ran = tuple((part, run_segment(executor, part, env, ctx, fallback=fallback, strict=strict))
+                for part in parts)
+    reasons = [f"part {index} ({part.scheduler}): {outcome.fallback}"
+               for index, (part, outcome) in enumerate(ran) if outcome.fallback is not None]
+    if reasons:
+        return SegmentOutcome(fallback.name, reasons[0], parts=ran)
+    return SegmentOutcome(executor.name, None, parts=ran)
 
 
 def _faults_elsewhere(executor: Executor, segment: Segment, ctx: ExecutionContext) -> str | None:

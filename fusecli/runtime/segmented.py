@@ -22,7 +22,7 @@ from fusecli.runtime.bind import Bindings, bind_inputs
 from fusecli.runtime.cache import cached_plan
 from fusecli.runtime.context import ExecutionContext, expected_shape
 from fusecli.runtime.devices import execution_device
-from fusecli.runtime.executor import run_segment
+from fusecli.runtime.executor import SegmentOutcome, run_segment
 from fusecli.runtime.outputs import collect_outputs
 from fusecli.runtime.registry import executor_named, fallback_executor
 from fusecli.runtime.warm import CAPACITY as WARM_CAPACITY
@@ -94,12 +94,8 @@ class SegmentRunner:
                                   fallback=self.aten, strict=self.strict)
             executor, fallback = outcome.executor, outcome.fallback
             if self.trace is not None:
-                if executor == self.aten.name:
-                    self.trace.aten(segment.exprs, self.aten)
-                else:
-                    self.trace.kernel(segment, outcome.launch, self.executor)
-                    if outcome.kernel is not None:  # the outputs it left as views
-                        self.trace.aten(outcome.kernel.views, self.aten)
+                for part, ran in outcome.parts or ((segment, outcome),):
+                    self._record(part, ran)
         else:  # scalar exprs join the segment: only ATen runs such a mixed expr list
             self.aten.run_exprs(exprs, self.env, self.ctx)
             if self.trace is not None:
@@ -111,6 +107,16 @@ class SegmentRunner:
             segment.id, segment.scheduler, executor, tuple(e.op.value for e in segment.exprs),
             time.perf_counter() - started, fallback,
         )
+
+    def _record(self, segment: Segment, outcome: SegmentOutcome) -> None:
+        """The trace's steps for ``segment`` (or a part of one) run as ``outcome`` says."""
+        assert self.trace is not None
+        if outcome.executor == self.aten.name:
+            self.trace.aten(segment.exprs, self.aten)
+        else:
+            self.trace.kernel(segment, outcome.launch, self.executor)
+            if outcome.kernel is not None:  # the outputs it left as views
+                self.trace.aten(outcome.kernel.views, self.aten)
 
     def outputs(self) -> list[Any]:
         self.scalars.run_ready()
