@@ -11,7 +11,9 @@ among those timed in every segment of the class: the table printed last (``*``: 
 (``fusecli/segment/tuning.py``, which says what is chosen), the measurements beside it; with
 ``--schedulers``, the other schedulers' classes are kept from the table there. The default is
 always the heuristics' own (``Scheduler.heuristics``), never an earlier table's.
-``--dry-run``: meta tensors, every variant generated and NVRTC-compiled.
+``--dry-run``: meta tensors, every variant generated and NVRTC-compiled. ``--from F.json``
+(an earlier ``--out``): its measurements summarized again and, with ``--write-table``, written
+as the table, on any machine (the settings and device are the file's).
 """
 
 from __future__ import annotations
@@ -232,7 +234,8 @@ def report(args: argparse.Namespace, device: str | None, sweeps: Sequence[Segmen
              kernel=s.kernel_of.get(name), failed=s.failed.get(name),
              ms=s.times[name] if math.isfinite(s.times.get(name, math.nan)) else None)
         for s in sweeps for name in s.params]
-    return {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "write_table")},
+    kept = {k: v for k, v in vars(args).items() if k not in ("out", "write_table", "recorded")}
+    return {"settings": kept,
             "device": device, "problems": list(problems), "measurements": measurements,
             "summary": summarize(sweeps)}
 
@@ -270,6 +273,25 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
     path.write_text(json.dumps(document, indent=1) + "\n")
     beside.write_text(json.dumps(measured, separators=(",", ":")) + "\n")
     return document
+
+
+def recorded(path: Path) -> tuple[dict[str, Any], str | None, list[SegmentSweep], list[str]]:
+    """An ``--out`` file read back: its settings, device, sweeps and problems."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    sweeps: dict[tuple[str, int], SegmentSweep] = {}
+    for m in document["measurements"]:
+        sweep = sweeps.setdefault((m["member"], m["segment"]), SegmentSweep(
+            m["member"], m["segment"], m["scheduler"], m["size_class"], ""))
+        sweep.params[m["label"]] = m["params"]
+        if m["default"]:
+            sweep.default = m["label"]
+        if m["kernel"] is not None:
+            sweep.kernel_of[m["label"]] = m["kernel"]
+        if m["ms"] is not None:
+            sweep.times[m["label"]] = m["ms"]
+        if m["failed"] is not None:
+            sweep.failed[m["label"]] = m["failed"]
+    return document["settings"], document["device"], list(sweeps.values()), document["problems"]
 
 
 def checkout_commit() -> str | None:
@@ -316,11 +338,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="write the chosen table (fusecli/segment/tuning.json) and its "
                              "measurements (PATH's stem + .measurements.json); with "
                              "--schedulers, the others' classes are kept from PATH")
+    parser.add_argument("--from", dest="recorded", type=Path, metavar="F.json",
+                        help="summarize an earlier --out file's measurements (no GPU)")
     parser.add_argument("--commit", help="the table's provenance where this is no git checkout "
                                          "(default: git rev-parse HEAD)")
     args = parser.parse_args(argv)
     if args.write_table and args.dry_run:
         parser.error("--write-table: a dry run times nothing to choose from")
+    if args.recorded is not None:
+        settings, gpu, sweeps, problems = recorded(args.recorded)
+        for name, value in settings.items():  # the sweep's own, as --write-table records them
+            if name not in ("recorded", "dry_run"):
+                setattr(args, name, value)
+        return finish(args, gpu, sweeps, problems)
     if not args.dry_run and not torch.cuda.is_available():
         print("sweep: timing needs a CUDA GPU (--dry-run compiles only)", file=sys.stderr)
         return 4
@@ -347,6 +377,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweeps += found
         if args.out:  # after each fusion: a run cut short keeps what it measured
             args.out.write_text(json.dumps(report(args, gpu, sweeps, problems), indent=1))
+    return finish(args, gpu, sweeps, problems)
+
+
+def finish(args: argparse.Namespace, gpu: str | None, sweeps: list[SegmentSweep],
+           problems: list[str]) -> int:
+    """The tally, the summary table and, with ``--write-table``, the table written."""
     print(f"{'compiled' if args.dry_run else 'timed'}: {tally(sweeps)}; {len(problems)} "
           f"fusions failed")
     summary = [] if args.dry_run else summarize(sweeps)

@@ -7,6 +7,7 @@ GPU machine.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -167,3 +168,32 @@ def test_an_outer_reductions_variants_change_its_tiling() -> None:
     blocks = {block for _, block, _ in launches}
     assert {(32, 4, 1), (32, 8, 1), (32, 16, 1)} <= blocks
     assert len({grid_ for grid_, _, _ in launches}) > 2 and len(launches) > 6
+
+
+def test_an_out_file_read_back_summarizes_as_the_sweep_did(tmp_path) -> None:
+    """``--from``: the measurements of an ``--out`` file are the sweeps they were, failures
+    and untimed variants included, so the summary (and a table written from it) is the
+    same as the run's own."""
+    found = sweep.sweep_segment(_case(*CASES["pointwise"]), _fabricated)
+    others = [_segment(1, "a", {"a": 1.0, "b": 0.8}), _segment(2, "a", {"a": 2.0, "b": 1.5})]
+    args = argparse.Namespace(population=3, seed=5, iters=7, schedulers=None, commit="abc")
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(sweep.report(args, "NVIDIA H200", [found, *others], ["x"])))
+    settings, device, again, problems = sweep.recorded(path)
+    assert (settings, device, problems) == (vars(args), "NVIDIA H200", ["x"])
+    assert [(s.default, s.times, s.failed, s.kernel_of) for s in again] == [
+        (s.default, s.times, s.failed, s.kernel_of) for s in [found, *others]]
+    assert sweep.summarize(again) == sweep.summarize([found, *others])
+
+
+def test_the_committed_table_is_what_its_measurements_choose(tmp_path, capsys) -> None:
+    """fusecli/segment/tuning.json's choices are those ``--from`` its measurements beside it
+    makes (a table edited by hand, or measured elsewhere, fails)."""
+    committed = Path(sweep.__file__).resolve().parent.parent / "fusecli" / "segment"
+    table = json.loads((committed / "tuning.json").read_text())
+    path = tmp_path / "tuning.json"
+    assert sweep.main(["--from", str(committed / "tuning.measurements.json"),
+                       "--write-table", str(path)]) in (0, 1)
+    written = json.loads(path.read_text())
+    assert [(c["scheduler"], c["size_class"], c["knobs"]) for c in written["choices"]] == [
+        (c["scheduler"], c["size_class"], c["knobs"]) for c in table["choices"]]
