@@ -63,15 +63,21 @@ def fusion_of(inputs: list[torch.Tensor], body: Callable):
 
 def run(inputs: list[torch.Tensor], body: Callable) -> tuple[list[torch.Tensor], list[Kernel]]:
     """The fusion's outputs, every segment run by the emulating executor; and the kernels."""
+    outputs, _, _, executor = run_segments(inputs, body)
+    return outputs, executor.kernels
+
+
+def run_segments(inputs: list[torch.Tensor], body: Callable):
+    """The fusion's outputs, every segment run by the emulating executor; each segment's
+    outcome, the segmentation and the executor."""
     segmented = segment_fusion(fusion_of(inputs, body), inputs)
     fusion = segmented.fusion
     env = {v.uid: x for v, x in zip(fusion.inputs, inputs)}
     ctx = ExecutionContext.for_fusion(fusion, device="cpu", faults=frozenset(),
                                       extents=bind_inputs(fusion, inputs).extents)
     executor = EmulatingExecutor()
-    for segment in segmented.segments:
-        executor.run_segment(segment, env, ctx)
-    return [env[output.value.uid] for output in fusion.outputs], executor.kernels
+    outcomes = [executor.run_segment(segment, env, ctx) for segment in segmented.segments]
+    return [env[output.value.uid] for output in fusion.outputs], outcomes, segmented, executor
 
 
 def outer_kernel(kernels: list[Kernel]) -> Kernel:

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_outer_reduction import EmulatingExecutor, fusion_of
+from test_outer_reduction import fusion_of, run_segments
 
 from fusecli.codegen import Unsupported, emulate, generate
 from fusecli.ir.dtype import DataType
-from fusecli.runtime.bind import bind_inputs
-from fusecli.runtime.context import ExecutionContext
 from fusecli.runtime.parts import kernel_parts
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.segmenter import segment_fusion
@@ -22,14 +20,8 @@ pytestmark = pytest.mark.skipif(not emulate.available(), reason="g++ is not inst
 
 def run_parts(inputs, body):
     """The outputs, and per segment its outcome, every segment run by the emulating executor."""
-    segmented = segment_fusion(fusion_of(inputs, body), inputs)
-    fusion = segmented.fusion
-    env = {v.uid: x for v, x in zip(fusion.inputs, inputs)}
-    ctx = ExecutionContext.for_fusion(fusion, device="cpu", faults=frozenset(),
-                                      extents=bind_inputs(fusion, inputs).extents)
-    executor = EmulatingExecutor()
-    outcomes = [executor.run_segment(s, env, ctx) for s in segmented.segments]
-    return [env[o.value.uid] for o in fusion.outputs], outcomes, segmented
+    outputs, outcomes, segmented, _ = run_segments(inputs, body)
+    return outputs, outcomes, segmented
 
 
 def close(actual: torch.Tensor, expected: torch.Tensor, rtol: float = 1e-5) -> None:
