@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_codegen import EmulatingExecutor, _clone
 from test_outer_reduction import fusion_of, run_segments
 
+from fusecli.bisect.random_fusion import fuzz_fusion
 from fusecli.codegen import Unsupported, emulate, generate
+from fusecli.compare import compare_tensors, tolerance_for
 from fusecli.ir.dtype import DataType
+from fusecli.reference import run_reference
+from fusecli.runtime.bind import bind_inputs
+from fusecli.runtime.context import ExecutionContext
 from fusecli.runtime.parts import kernel_parts
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.segmenter import segment_fusion
@@ -138,3 +144,26 @@ def test_parts_are_made_once_per_segment() -> None:
     x = torch.randn(64, 160).to(torch.bfloat16)
     segment = segment_fusion(fusion_of([x], slice_sum_and_scale), [x]).segments[0]
     assert kernel_parts(segment) is kernel_parts(segment)
+
+
+def test_a_value_another_segment_reads_is_written_though_the_rest_computes_it_again() -> None:
+    """Random fusion 391 (``fuzz_fusion``): sign(x) feeds the reduction part's min, the
+    pointwise part's permute, and the next segment's cat. The pointwise part computes sign
+    again, but sign(x) is still written for the cat (it was private to both parts, and the cat
+    found it missing)."""
+    loaded = fuzz_fusion(391).loaded
+    segmented = segment_fusion(loaded.fd.fusion, loaded.inputs)
+    fusion, inputs = segmented.fusion, loaded.inputs
+    expected = run_reference(fusion, _clone(inputs), keep_intermediates=True).values
+    env = {v.uid: x for v, x in zip(fusion.inputs, inputs)}
+    env.update({u: v for u, v in expected.items() if not isinstance(v, torch.Tensor)})
+    ctx = ExecutionContext.for_fusion(fusion, device="cpu", faults=frozenset(),
+                                      extents=bind_inputs(fusion, inputs).extents)
+    executor = EmulatingExecutor(poison=True)
+    outcomes = [executor.run_segment(segment, env, ctx) for segment in segmented.segments]
+    assert outcomes[0].parts  # the case: the first segment runs as parts
+    for output in fusion.outputs:
+        want = expected[output.value.uid]
+        diff = compare_tensors(env[output.value.uid], want,
+                               tolerance=tolerance_for(want.dtype, 64))
+        assert diff.ok, f"{output.value!r}: {diff.summary()}"

@@ -68,7 +68,7 @@ def _parts(segment: Segment) -> tuple[Segment, ...] | None:
         return None
     private: set[int] = set()
     if rest:
-        again = _recomputed(rest, producer, placed, segment.candidate.graph.output_uids)
+        again = _recomputed(rest, producer, placed, segment.candidate.output_uids)
         private = {out.uid for e in again for out in e.outputs}
         for group in groups:  # what another reduction part reads stays written
             made = {out.uid for e in group for out in e.outputs}
@@ -113,8 +113,9 @@ def _ancestors(roots: list[Expr], producer: dict[int, Expr], placed: set[int]) -
 def _recomputed(rest: list[Expr], producer: dict[int, Expr], placed: set[int],
                 outputs: frozenset[int]) -> list[Expr]:
     """The exprs of reduction parts that ``rest`` computes again: the elementwise chains from
-    the segment's inputs to the values it reads, none past a reduction, none through a fusion
-    output (that one is written anyway: it is read)."""
+    the segment's inputs to the values it reads, none past a reduction, none through an
+    output of the segment (a fusion output, or another segment's input: written anyway, so
+    read)."""
     again: dict[int, Expr] = {}
 
     def chain(expr: Expr, found: dict[int, Expr]) -> bool:
