@@ -209,3 +209,15 @@ def cut(seed: int) -> bool:
         if getattr(kernel, "splittable", False) and kernel_parts(segment) is not None:
             return True
     return False
+
+
+def test_codegen_shows_the_parts_kernels_and_why_the_segment_has_none() -> None:
+    """``fusecli codegen`` (``check_fusion``) prints what the runtime runs: a kernel per part,
+    the first saying why the segment as a whole has none."""
+    from fusecli.app.codegen_check import check_fusion
+
+    x = torch.randn(64, 160).to(torch.bfloat16)
+    first, second = check_fusion(fusion_of([x], slice_sum_and_scale), [x], compile=False)
+    assert [(c.label, c.scheduler, c.status) for c in (first, second)] == [
+        ("0 part 1/2", "reduction", "generated"), ("0 part 2/2", "pointwise", "generated")]
+    assert "neither a row nor a whole-loop value" in first.whole and second.whole is None

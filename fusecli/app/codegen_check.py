@@ -7,15 +7,17 @@ NVRTC rejects fails here, long before a GPU sees it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fusecli.codegen import Kernel, generate
 from fusecli.codegen.nvrtc import DEFAULT_ARCH, CompileError, compile_source
 from fusecli.ir.nodes import Fusion, TensorView
 from fusecli.runtime.bind import flatten_inputs
+from fusecli.runtime.parts import kernel_parts
 from fusecli.segment.candidate import RuntimeInfo
 from fusecli.segment.heuristics import Sizes
+from fusecli.segment.result import Segment
 from fusecli.segment.segmenter import segment_fusion
 
 
@@ -26,6 +28,13 @@ class SegmentCheck:
     status: str  # "compiled", "generated" (not compiled), "skipped" (runs on ATen) or "failed"
     message: str  # the launch and heuristics, the reason for skipping, or NVRTC's error
     kernel: Kernel | None = None
+    part: str | None = None  # "1/2": a part of a segment run as parts (runtime.parts)
+    whole: str | None = None  # on a first part: why the segment as a whole has no kernel
+
+    @property
+    def label(self) -> str:
+        """The segment's id, and which part of it this is where it runs as parts."""
+        return str(self.segment_id) + (f" part {self.part}" if self.part else "")
 
     @property
     def ok(self) -> bool:
@@ -40,25 +49,42 @@ def check_fusion(fusion: Fusion, inputs: Sequence[Any], profile: str = "nvfuser"
     known = _segment_inputs(segmented.fusion, inputs)
     results = []
     for segment in segmented.segments:
-        tensors = [known[value.uid] if value.uid in known else _Placeholder(value, sizes)
-                   for value in segment.inputs]
-        kernel = generate(segment, sizes, tensors)
-        if not isinstance(kernel, Kernel):
-            results.append(SegmentCheck(segment.id, segment.scheduler, "skipped", kernel.reason))
+        found = _check(segment, sizes, known, arch, compile)
+        parts = kernel_parts(segment) if found.splittable else None
+        if parts is None:
+            results.append(found.check)
             continue
-        if not compile:
-            results.append(SegmentCheck(segment.id, segment.scheduler, "generated",
-                                        kernel.describe(), kernel))
-            continue
-        try:
-            compile_source(kernel.source, kernel.name, arch)
-        except CompileError as error:
-            results.append(SegmentCheck(segment.id, segment.scheduler, "failed",
-                                        f"{error}\n{error.log}", kernel))
-            continue
-        results.append(SegmentCheck(segment.id, segment.scheduler, "compiled",
-                                    kernel.describe(), kernel))
+        for number, part in enumerate(parts, 1):  # what the runtime runs instead
+            check = _check(part, sizes, known, arch, compile).check
+            results.append(replace(check, part=f"{number}/{len(parts)}",
+                                   whole=found.check.message if number == 1 else None))
     return results
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    check: SegmentCheck
+    splittable: bool = False
+
+
+def _check(segment: Segment, sizes: Sizes, known: dict[int, Any], arch: str,
+           compile: bool) -> _Found:
+    tensors = [known[value.uid] if value.uid in known else _Placeholder(value, sizes)
+               for value in segment.inputs]
+    kernel = generate(segment, sizes, tensors)
+    if not isinstance(kernel, Kernel):
+        return _Found(SegmentCheck(segment.id, segment.scheduler, "skipped", kernel.reason),
+                      kernel.splittable)
+    if not compile:
+        return _Found(SegmentCheck(segment.id, segment.scheduler, "generated",
+                                   kernel.describe(), kernel))
+    try:
+        compile_source(kernel.source, kernel.name, arch)
+    except CompileError as error:
+        return _Found(SegmentCheck(segment.id, segment.scheduler, "failed",
+                                   f"{error}\n{error.log}", kernel))
+    return _Found(SegmentCheck(segment.id, segment.scheduler, "compiled",
+                               kernel.describe(), kernel))
 
 
 def _segment_inputs(fusion: Fusion, inputs: Sequence[Any]) -> dict[int, Any]:

@@ -52,11 +52,14 @@ def codegen(paths, check, rules, arch, device) -> int:
                 if check:
                     detail = _detail(result)
                     style = {"failed": "red", "skipped": "yellow"}.get(result.status, "green")
-                    table.add_row(escape(loaded.name), str(result.segment_id), result.scheduler,
+                    table.add_row(escape(loaded.name), result.label, result.scheduler,
                                   f"[{style}]{result.status}[/]", detail)
                     continue
-                title = f"{escape(loaded.name)}: segment {result.segment_id}"
+                title = f"{escape(loaded.name)}: segment {result.label}"
                 console.rule(f"{title} ({result.scheduler})")
+                if result.whole is not None:
+                    console.print(f"no kernel for the segment as a whole ({result.whole}): "
+                                  "it runs as parts, a kernel each")
                 if result.kernel is None:
                     console.print(f"no kernel, runs on ATen: {result.message}")
                 else:
