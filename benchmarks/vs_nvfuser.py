@@ -205,13 +205,10 @@ def flush_l2() -> None:
     torch.cuda.synchronize()
 
 
-def interleaved_ms(runs: list[Callable[[], Any]], iters: int,
-                   cold: bool | None = None) -> list[float]:
+def interleaved_ms(runs: list[Callable[[], Any]], iters: int) -> list[float]:
     """Each run's median CUDA-event time of one call (host time to launch included), the runs
     taking turns call by call, so that a slow spell of the shared host falls on all of them;
-    each call after an L2 flush (``flush_l2``) unless ``cold`` is False (default:
-    ``COLD_L2``)."""
-    cold = COLD_L2 if cold is None else cold
+    each call after an L2 flush (``flush_l2``) unless ``--warm-l2`` cleared ``COLD_L2``."""
     for run in runs:
         for _ in range(3):
             run()
@@ -219,7 +216,7 @@ def interleaved_ms(runs: list[Callable[[], Any]], iters: int,
     times: list[list[float]] = [[] for _ in runs]
     for _ in range(iters):
         for run, kept in zip(runs, times):
-            if cold:
+            if COLD_L2:
                 flush_l2()
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)

@@ -49,42 +49,37 @@ def check_fusion(fusion: Fusion, inputs: Sequence[Any], profile: str = "nvfuser"
     known = _segment_inputs(segmented.fusion, inputs)
     results = []
     for segment in segmented.segments:
-        found = _check(segment, sizes, known, arch, compile)
-        parts = kernel_parts(segment) if found.splittable else None
+        whole, splittable = _check(segment, sizes, known, arch, compile)
+        parts = kernel_parts(segment) if splittable else None
         if parts is None:
-            results.append(found.check)
+            results.append(whole)
             continue
         for number, part in enumerate(parts, 1):  # what the runtime runs instead
-            check = _check(part, sizes, known, arch, compile).check
+            check, _ = _check(part, sizes, known, arch, compile)
             results.append(replace(check, part=f"{number}/{len(parts)}",
-                                   whole=found.check.message if number == 1 else None))
+                                   whole=whole.message if number == 1 else None))
     return results
 
 
-@dataclass(frozen=True, slots=True)
-class _Found:
-    check: SegmentCheck
-    splittable: bool = False
-
-
 def _check(segment: Segment, sizes: Sizes, known: dict[int, Any], arch: str,
-           compile: bool) -> _Found:
+           compile: bool) -> tuple[SegmentCheck, bool]:
+    """The segment's check, and whether its generator refused it whole (``splittable``)."""
     tensors = [known[value.uid] if value.uid in known else _Placeholder(value, sizes)
                for value in segment.inputs]
     kernel = generate(segment, sizes, tensors)
     if not isinstance(kernel, Kernel):
-        return _Found(SegmentCheck(segment.id, segment.scheduler, "skipped", kernel.reason),
-                      kernel.splittable)
+        return (SegmentCheck(segment.id, segment.scheduler, "skipped", kernel.reason),
+                kernel.splittable)
     if not compile:
-        return _Found(SegmentCheck(segment.id, segment.scheduler, "generated",
-                                   kernel.describe(), kernel))
+        return SegmentCheck(segment.id, segment.scheduler, "generated", kernel.describe(),
+                            kernel), False
     try:
         compile_source(kernel.source, kernel.name, arch)
     except CompileError as error:
-        return _Found(SegmentCheck(segment.id, segment.scheduler, "failed",
-                                   f"{error}\n{error.log}", kernel))
-    return _Found(SegmentCheck(segment.id, segment.scheduler, "compiled",
-                               kernel.describe(), kernel))
+        return SegmentCheck(segment.id, segment.scheduler, "failed", f"{error}\n{error.log}",
+                            kernel), False
+    return SegmentCheck(segment.id, segment.scheduler, "compiled", kernel.describe(),
+                        kernel), False
 
 
 def _segment_inputs(fusion: Fusion, inputs: Sequence[Any]) -> dict[int, Any]:

@@ -25,15 +25,14 @@ part's kernel is checked as any kernel is, and a part without a kernel runs on A
 from __future__ import annotations
 
 from fusecli.ir.nodes import Expr, TensorView
-from fusecli.ir.optype import OpKind
+from fusecli.ir.optype import ELEMENTWISE_KINDS, OpKind
 from fusecli.segment.candidate import Candidate
 from fusecli.segment.result import Segment
 
 _REDUCING = frozenset({OpKind.REDUCTION, OpKind.NORMALIZATION})
+_EPILOGUE = ELEMENTWISE_KINDS | {OpKind.CAST}
 # ops a part may compute again rather than read from another part (no RNG, no data movement)
-_RECOMPUTABLE = frozenset({OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST,
-                           OpKind.BROADCAST, OpKind.EXPAND})
-_EPILOGUE = frozenset({OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST})
+_RECOMPUTABLE = _EPILOGUE | {OpKind.BROADCAST, OpKind.EXPAND}
 
 
 def kernel_parts(segment: Segment) -> tuple[Segment, ...] | None:
@@ -74,7 +73,7 @@ def _parts(segment: Segment) -> tuple[Segment, ...] | None:
             made = {out.uid for e in group for out in e.outputs}
             private -= {v.uid for e in group for v in e.inputs if v.uid not in made}
         again = [e for e in again if all(out.uid in private for out in e.outputs)]
-        rest = sorted([*rest, *again], key=exprs.index)
+        rest += again  # Candidate.of puts them in the fusion's order
     graph = segment.candidate.graph
     parts = [Segment(segment.id, "reduction", Candidate.of(graph, group, frozenset(private)))
              for group in groups]
