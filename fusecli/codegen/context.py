@@ -16,7 +16,7 @@ from fusecli.codegen import cdtypes
 from fusecli.codegen.kernel import ArgKind, KernelArg, UnsupportedError
 from fusecli.ir import dtype as dt
 from fusecli.ir.dtype import DataType
-from fusecli.ir.nodes import Expr, Scalar, TensorView
+from fusecli.ir.nodes import Expr, Scalar, ScalarExtent, TensorView
 from fusecli.ir.optype import OpType
 from fusecli.segment.heuristics import Sizes
 from fusecli.segment.result import Segment
@@ -127,6 +127,15 @@ class KernelContext:
         if value is None or dtype is None or dtype is scalar.dtype:
             return value
         return _converted(value, scalar.dtype, dtype)
+
+    def integer_of(self, scalar: Scalar) -> int | None:
+        """An integer that decides sizes (a pad width, a slice bound): a constant, or the
+        value the inputs bind to a scalar of the fusion. Kernels are specialized on sizes, so
+        they may be on these too: the executor's keys hold integer scalars' values."""
+        found = self.constant_of(scalar)
+        if found is None and dt.is_integral(scalar.dtype):
+            found = self.sizes.extent(ScalarExtent(scalar))
+        return None if found is None else int(found)
 
     # -- parameters -------------------------------------------------------------------------
 

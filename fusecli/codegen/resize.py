@@ -26,7 +26,7 @@ def _slice(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ..
         starts = [start for start, _ in bounds]
     else:  # constant starts into a size the inputs give: wrapped and clamped as torch slices
         sizes = emitter.ctx.shape(expr.inputs[0])
-        given = [emitter.ctx.constant_of(s) for s in expr.inputs[1 : 1 + len(sizes)]]
+        given = [emitter.ctx.integer_of(s) for s in expr.inputs[1 : 1 + len(sizes)]]
         if any(start is None for start in given) or expr.attr("manual_normalization"):
             raise UnsupportedError("slice bounds known only at run time have no CUDA generator")
         starts = [clamp_index(int(s), size) for s, size in zip(given, sizes)]
@@ -35,7 +35,7 @@ def _slice(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ..
 
 
 def _constant_int(emitter: Emitter, value: Scalar) -> int:
-    found = emitter.ctx.constant_of(value)
+    found = emitter.ctx.integer_of(value)
     if found is None:
         raise UnsupportedError("pad widths known only at run time have no CUDA generator")
     return int(found)

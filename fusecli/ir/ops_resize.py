@@ -129,11 +129,13 @@ def clamp_index(index: int, size: int) -> int:
 
 
 def slice_lengths(
-    expr: Expr, size_of: Callable[[Extent], int | None]
+    expr: Expr, size_of: Callable[[Extent], int | None],
+    scalar_of: Callable[[Scalar], int | None] = lambda scalar: None,
 ) -> list[tuple[SymbolicExtent, int]]:
     """(extent, length) for each dimension of the slice ``expr`` whose length the IR gives a
-    symbol of its own (its input's size is known only with the inputs), where its bounds are
-    constants and ``size_of`` knows that size: wrapped and clamped as torch slices."""
+    symbol of its own (its input's size or a bound is known only with the inputs), where
+    ``size_of`` knows that size and each bound is a constant or a value ``scalar_of`` knows
+    (a scalar input's, a tensor's size): wrapped and clamped as torch slices."""
     if expr.op is not OpType.slice or expr.attr("manual_normalization"):
         return []
     found = []
@@ -141,12 +143,13 @@ def slice_lengths(
     for before, after, start, end in zip(expr.inputs[0].logical, expr.outputs[0].logical,
                                          starts, ends):
         extent = after.logical_extent
-        if not isinstance(extent, SymbolicExtent) or not (start.is_constant and end.is_constant):
+        if not isinstance(extent, SymbolicExtent):
             continue
         size = size_of(before.logical_extent)
-        if size is None:
+        bounds = [int(b.value) if b.is_constant else scalar_of(b) for b in (start, end)]
+        if size is None or None in bounds:
             continue
-        lo, hi = (clamp_index(int(b.value), size) for b in (start, end))
+        lo, hi = (clamp_index(b, size) for b in bounds)
         found.append((extent, max(hi, lo) - lo))
     return found
 

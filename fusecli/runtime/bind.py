@@ -55,7 +55,7 @@ def bind_inputs(fusion: Fusion, inputs: Sequence[Any]) -> Bindings:
         else:
             bindings.values[definition.uid] = _bind_scalar(index, definition, value)
     bindings.device = _common_device(fusion, bindings)
-    bind_slice_lengths(fusion, bindings.extents)
+    bind_slice_lengths(fusion, bindings.extents, bindings.values)
     check_concrete_sizes(fusion, bindings.values, bindings.extents)
     return bindings
 

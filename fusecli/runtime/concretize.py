@@ -26,9 +26,11 @@ _CONFLICT = (
 )
 
 
-def bind_slice_lengths(fusion: Fusion, extents: MutableMapping[object, int]) -> None:
-    """The length of each slice whose bounds are constants and whose input's size is bound
-    (``ir.ops_resize.slice_lengths``): kernels need it before the slice runs."""
+def bind_slice_lengths(fusion: Fusion, extents: MutableMapping[object, int],
+                       values: Mapping[int, object]) -> None:
+    """The length of each slice whose input's size is bound and whose bounds are constants,
+    scalar inputs or sizes of tensors (``ir.ops_resize.slice_lengths``): kernels need it
+    before the slice runs."""
 
     def size_of(extent: object) -> int | None:
         try:
@@ -36,8 +38,18 @@ def bind_slice_lengths(fusion: Fusion, extents: MutableMapping[object, int]) -> 
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return None
 
+    sizes = {expr.outputs[0].uid: expr for expr in fusion.exprs if expr.op is OpType.size}
+
+    def scalar_of(scalar: Scalar) -> int | None:
+        value = values.get(scalar.uid)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        expr = sizes.get(scalar.uid)
+        return None if expr is None else size_of(
+            expr.inputs[0].logical[expr.attr("dim")].logical_extent)
+
     for expr in fusion.exprs:
-        for extent, length in slice_lengths(expr, size_of):
+        for extent, length in slice_lengths(expr, size_of, scalar_of):
             extents.setdefault(extent, length)
 
 

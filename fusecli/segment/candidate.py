@@ -165,7 +165,11 @@ class RuntimeInfo:
 
     def _bind_slice_lengths(self, expr: Expr) -> None:
         """A slice's length from its input's known size (``ir.ops_resize.slice_lengths``)."""
-        for extent, length in slice_lengths(expr, self.extent):
+        def scalar_of(scalar: Scalar) -> int | None:
+            known = self.bindings.get(scalar)
+            return known if isinstance(known, int) and not isinstance(known, bool) else None
+
+        for extent, length in slice_lengths(expr, self.extent, scalar_of):
             self.bindings.setdefault(extent, length)
 
     def extent(self, extent: object) -> int | None:
