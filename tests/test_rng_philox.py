@@ -227,8 +227,19 @@ def _counting(kernel: Kernel) -> Kernel:
     source = kernel.source.replace(
         "struct PhiloxState {",
         'extern "C" { unsigned long long philox_calls = 0; }\nstruct PhiloxState {', 1,
-    ).replace("    philox4x32_10(state.word,", "    ++philox_calls;\n    philox4x32_10(state.word,")
+    ).replace("  unsigned int key0 = (unsigned int)seed,",
+              "  ++philox_calls;\n  unsigned int key0 = (unsigned int)seed,", 1)
+    assert source.count("++philox_calls") == 1
     return dataclasses.replace(kernel, source=source)
+
+
+def _philox_calls(fusion, inputs, seed: int) -> tuple[Kernel, int]:
+    kernels = []
+    emulated(fusion, inputs, seed=seed,
+             rewrite=lambda k: kernels.append(_counting(k)) or kernels[-1])
+    (kernel,) = kernels
+    library = emulate._library(emulate.host_source(kernel))
+    return kernel, ctypes.c_ulonglong.in_dll(library, "philox_calls").value
 
 
 @needs_gxx
@@ -236,21 +247,39 @@ def _counting(kernel: Kernel) -> Kernel:
     (DataType.Float, 4), (DataType.BFloat16, 4), (DataType.Half, 4), (DataType.Double, 2),
 ])
 def test_a_thread_draws_philox_once_per_four_consecutive_elements(dtype, per_call):
+    """A vectorized loop's elements are a multiple of 4 (2 for double) plus a constant: the
+    generator knows each one's subsequence and component and draws once per subsequence."""
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.uniform(fd.define_scalar(0.0), fd.define_scalar(1.0), [8, 64],
                                      dtype=dtype))
-    kernels = []
-    (values,) = emulated(fd.fusion, [], seed=1, rewrite=lambda k: kernels.append(_counting(k))
-                         or kernels[-1])
+    (values,) = emulated(fd.fusion, [], seed=1)
     assert torch.equal(values, random_tensor("uniform", (8, 64), dt.to_torch(dtype), 0.0, 1.0,
                                              1, 0))
-    (kernel,) = kernels
-    assert kernel.source.count("PhiloxState t") == 1  # one state, before the loop
-    library = emulate._library(emulate.host_source(kernel))
-    assert ctypes.c_ulonglong.in_dll(library, "philox_calls").value == 8 * 64 // per_call
+    kernel, calls = _philox_calls(fd.fusion, [], seed=1)
+    assert "philox_draw(" in kernel.source and "PhiloxState t0_rng" not in kernel.source
+    assert calls == 8 * 64 // per_call
     kinds = [p.kind for p in kernel.args]
     assert kinds == [ArgKind.RNG_SEED, ArgKind.RNG_OFFSET, ArgKind.OUTPUT]
     assert all(p.ctype == "unsigned long long" for p in kernel.args[:2])
+
+
+@needs_gxx
+def test_elements_at_indices_only_run_time_knows_keep_the_last_draw() -> None:
+    """A transposed random output (its linear index strided through the loop) has no
+    subsequence the generator knows: each random op keeps its last draw in a PhiloxState and
+    draws again for a new subsequence."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        drawn = fd.ops.uniform(fd.define_scalar(0.0), fd.define_scalar(1.0), [6, 10],
+                               dtype=DataType.Float)
+        fd.add_output(fd.ops.add(fd.ops.permute(drawn, [1, 0]), x))
+    x = torch.randn(10, 6)
+    (values,) = emulated(fd.fusion, [x], seed=3)
+    want = random_tensor("uniform", (6, 10), torch.float32, 0.0, 1.0, 3, 0).permute(1, 0) + x
+    assert torch.equal(values, want)
+    kernel, calls = _philox_calls(fd.fusion, [x], seed=3)
+    assert "PhiloxState t" in kernel.source and "rng_uniformf(" in kernel.source
+    assert 60 // 4 <= calls <= 60
 
 
 @needs_gxx

@@ -9,10 +9,7 @@ a value needed twice at one index is computed once, and a reduction kernel keeps
 registers this way.
 
 The op handlers are one table, ``HANDLERS``, keyed by op kind; elementwise ops render through
-``render.C_OPS``. Random ops compute nvFuser's Philox stream in the kernel (``fusecli.ir.rng``,
-the definition the reference and ATen use too; helpers in ``prelude_rng``): each random op keeps
-its last Philox call's words in a ``PhiloxState`` declared at the top of the kernel, and an
-element at its row-major linear index takes them, calling Philox again only for a new one.
+``render.C_OPS``. Random ops are ``codegen.random_ops``'s.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from fusecli.codegen import cdtypes, gather, powers, render, resize
+from fusecli.codegen import cdtypes, gather, powers, random_ops, render, resize
 from fusecli.codegen.context import KernelContext
 from fusecli.codegen.indexing import (
     LANE,
@@ -315,35 +312,6 @@ def _create(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, .
     )
 
 
-_RANDOM_SUFFIX = {DataType.Float: "f", DataType.Double: "", DataType.Half: "_half",
-                  DataType.BFloat16: "_bfloat"}
-
-
-def _random(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:
-    """``rng_uniformf(state, seed, offset, index, from, to)`` and the like (prelude_rng)."""
-    suffix = _RANDOM_SUFFIX.get(out.dtype)
-    if suffix is None:
-        raise UnsupportedError(f"no CUDA generator for {expr.op.value} ({out.dtype.name})")
-    uniform = expr.op in (OpType.uniform, OpType.rand_like)
-    compute = DataType.Double if out.dtype is DataType.Double else DataType.Float
-    if expr.op in (OpType.uniform, OpType.normal):
-        if not all(isinstance(value, Scalar) for value in expr.inputs[:2]):
-            raise UnsupportedError(f"{expr.op.value} of tensor parameters")
-        first, second = (emitter.scalar(value, compute) for value in expr.inputs[:2])
-    else:
-        first, second = cdtypes.literal(0.0, compute), cdtypes.literal(1.0, compute)
-    seed, offset = emitter.ctx.rng_params(expr)
-    state = emitter.philox.get(expr.uid)
-    if state is None:  # declared at the top of the kernel: it lives across loop iterations
-        state = emitter.philox[expr.uid] = emitter.fresh(f"{emitter.ctx.name(out).lower()}_rng")
-        emitter.lines.insert(len(emitter.philox) - 1,
-                             f"  PhiloxState {state} = {{~0ULL, {{0u, 0u, 0u, 0u}}}};")
-    linear = emitter.offset(contiguous_strides(emitter.ctx.shape(out)), index)
-    function = f"rng_{'uniform' if uniform else 'normal'}{suffix}"
-    return emitter.result(out, f"{function}({state}, {seed.name}, {offset.name}, "
-                               f"{emitter.text(linear)}, {first}, {second})", expr.op.value)
-
-
 def _reduced(emitter: Emitter, expr: Expr, out: TensorView, index: tuple[Index, ...]) -> str:
     found = emitter.reduced.get(out.uid)
     if found is None:
@@ -370,7 +338,7 @@ HANDLERS: dict[OpKind, Handler] = {
     OpKind.RESIZE: _by_op(resize.HANDLERS),
     OpKind.INDEX: _by_op(gather.HANDLERS),
     OpKind.CREATE: _create,
-    OpKind.RANDOM: _random,
+    OpKind.RANDOM: random_ops.random,
     OpKind.REDUCTION: _reduced,
     OpKind.NORMALIZATION: _reduced,
 }

@@ -242,10 +242,13 @@ __device__ __forceinline__ double lerp_(double start, double end, double weight)
 }
 """,
     ),
-    Section(("PhiloxState", "rng_uniformf", "rng_normalf", "rng_uniform", "rng_normal"),
+    Section(("PhiloxState", "rng_uniformf", "rng_normalf", "rng_uniform", "rng_normal",
+             "philox_draw", "uniformf_of", "normalf_of", "uniform_of", "normal_of"),
             prelude_rng.PHILOX),
-    Section(("rng_uniform_half", "rng_normal_half"), prelude_rng.PHILOX_HALF),
-    Section(("rng_uniform_bfloat", "rng_normal_bfloat"), prelude_rng.PHILOX_BFLOAT),
+    Section(("rng_uniform_half", "rng_normal_half", "uniform_half_of", "normal_half_of"),
+            prelude_rng.PHILOX_HALF),
+    Section(("rng_uniform_bfloat", "rng_normal_bfloat", "uniform_bfloat_of",
+             "normal_bfloat_of"), prelude_rng.PHILOX_BFLOAT),
     Section(
         ("prefetch_l2",),
         r"""

@@ -72,62 +72,93 @@ __device__ __forceinline__ float philox_normalf(const PhiloxState& state, unsign
   return (c & 1u) ? radius * cosf(v) : radius * sinf(v);
 }
 
-// Element `index` of a random op: uniform in [from, to), or normal (mean, std). nvFuser's
+// The four words of subsequence `subsequence`, drawn unconditionally: for an element whose
+// subsequence and component the generator knows (its index is a multiple of 4 plus a constant).
+__device__ __forceinline__ PhiloxState philox_draw(unsigned long long seed,
+                                                   unsigned long long offset,
+                                                   unsigned long long subsequence) {
+  PhiloxState state;
+  philox4x32_10(state.word, seed, subsequence, offset);
+  state.subsequence = subsequence;
+  return state;
+}
+
+// Component `c` of drawn words: uniform in [from, to), or normal (mean, std). nvFuser's
 // `from + range * u` and `normal * std + mean` are fused multiply-adds (--fmad=true).
+__device__ __forceinline__ float uniformf_of(const PhiloxState& state, unsigned int c,
+                                             float from, float to) {
+  return fmaf(to - from, philox_uniformf(philox_word(state, c)), from);
+}
+__device__ __forceinline__ float normalf_of(const PhiloxState& state, unsigned int c,
+                                            float mean, float std) {
+  return fmaf(philox_normalf(state, c), std, mean);
+}
+__device__ __forceinline__ double uniform_of(const PhiloxState& state, unsigned int c,
+                                             double from, double to) {
+  return fma(to - from, philox_uniform(philox_word(state, 2u * c),
+                                       philox_word(state, 2u * c + 1u)), from);
+}
+__device__ __forceinline__ double normal_of(const PhiloxState& state, unsigned int c,
+                                            double mean, double std) {
+  const double u = philox_uniform(state.word[0], state.word[1]);
+  const double v = philox_uniform(state.word[2], state.word[3]) * 6.2831853071795860;
+  const double radius = sqrt(-2.0 * log(u));
+  return fma(c ? radius * cos(v) : radius * sin(v), std, mean);
+}
+
+// Element `index` of a random op, its words kept in `state` and drawn again only for a new
+// subsequence.
 __device__ __forceinline__ float rng_uniformf(PhiloxState& state, unsigned long long seed,
                                               unsigned long long offset,
                                               unsigned long long index, float from, float to) {
   philox_at(state, seed, offset, index / 4);
-  return fmaf(to - from, philox_uniformf(philox_word(state, (unsigned int)(index % 4))), from);
+  return uniformf_of(state, (unsigned int)(index % 4), from, to);
 }
 __device__ __forceinline__ float rng_normalf(PhiloxState& state, unsigned long long seed,
                                              unsigned long long offset,
                                              unsigned long long index, float mean, float std) {
   philox_at(state, seed, offset, index / 4);
-  return fmaf(philox_normalf(state, (unsigned int)(index % 4)), std, mean);
+  return normalf_of(state, (unsigned int)(index % 4), mean, std);
 }
 __device__ __forceinline__ double rng_uniform(PhiloxState& state, unsigned long long seed,
                                               unsigned long long offset,
                                               unsigned long long index, double from, double to) {
   philox_at(state, seed, offset, index / 2);
-  const unsigned int c = (unsigned int)(index % 2);
-  return fma(to - from, philox_uniform(philox_word(state, 2u * c),
-                                       philox_word(state, 2u * c + 1u)), from);
+  return uniform_of(state, (unsigned int)(index % 2), from, to);
 }
 __device__ __forceinline__ double rng_normal(PhiloxState& state, unsigned long long seed,
                                              unsigned long long offset,
                                              unsigned long long index, double mean, double std) {
   philox_at(state, seed, offset, index / 2);
-  const double u = philox_uniform(state.word[0], state.word[1]);
-  const double v = philox_uniform(state.word[2], state.word[3]) * 6.2831853071795860;
-  const double radius = sqrt(-2.0 * log(u));
-  return fma((index % 2) ? radius * cos(v) : radius * sin(v), std, mean);
+  return normal_of(state, (unsigned int)(index % 2), mean, std);
 }
 """
 
 def _rounded(name: str, suffix: str, rounding: str) -> str:
     """A 16-bit type's uniform and normal: the float value rounded with ``rounding``; a
     uniform that rounds to ``to`` is ``from``."""
-    uniform = f"__device__ __forceinline__ float rng_uniform_{suffix}("
-    normal = f"__device__ __forceinline__ float rng_normal_{suffix}("
-    at_uniform, at_normal = " " * len(uniform), " " * len(normal)
-    return f"""
-// {name}: the float value rounded; a uniform that rounds to `to` is `from`.
-{uniform}PhiloxState& state, unsigned long long seed,
-{at_uniform}unsigned long long offset,
-{at_uniform}unsigned long long index, float from,
-{at_uniform}float to) {{
-  philox_at(state, seed, offset, index / 4);
-  const float u = philox_raw_float(philox_word(state, (unsigned int)(index % 4)));
+    declarations = []
+    for kind, rounded in (("uniform", f"""
+  const float u = philox_raw_float(philox_word(state, c));
   const float value = {rounding}(fmaf(to - from, u, from));
-  return value == {rounding}(to) ? {rounding}(from) : value;
+  return value == {rounding}(to) ? {rounding}(from) : value;"""), ("normal", f"""
+  return {rounding}(normalf_of(state, c, from, to));""")):
+        of = f"__device__ __forceinline__ float {kind}_{suffix}_of("
+        at = f"__device__ __forceinline__ float rng_{kind}_{suffix}("
+        declarations.append(f"""{of}const PhiloxState& state, unsigned int c,
+{" " * len(of)}float from, float to) {{{rounded}
 }}
-{normal}PhiloxState& state, unsigned long long seed,
-{at_normal}unsigned long long offset,
-{at_normal}unsigned long long index, float mean,
-{at_normal}float std) {{
-  return {rounding}(rng_normalf(state, seed, offset, index, mean, std));
-}}
+{at}PhiloxState& state, unsigned long long seed,
+{" " * len(at)}unsigned long long offset, unsigned long long index,
+{" " * len(at)}float from, float to) {{
+  philox_at(state, seed, offset, index / 4);
+  return {kind}_{suffix}_of(state, (unsigned int)(index % 4), from, to);
+}}""")
+    body = "\n".join(declarations)
+    return f"""
+// {name}: the float value rounded; a uniform that rounds to `to` is `from`. (For normal,
+// `from` and `to` are the mean and the deviation.)
+{body}
 """
 
 
