@@ -333,3 +333,35 @@ def test_a_larger_contiguous_dim_is_not_packed() -> None:
 
     (kernel,) = _check(fusion_of(body), [x, y], [y - x])
     assert "tile" not in kernel.heuristics
+
+
+def test_per_channel_inputs_are_not_staged_and_do_not_halve_the_lanes() -> None:
+    """A batch norm's normalizing pass over bf16 [N, C, H, W] reads float [C] mean and inverse
+    deviation and bf16 [C] weight and bias: each constant along the contiguous W, a warp reads
+    one address of them. They take no tile (the corpus's x_batchnorm_fwd_outer_persistent was
+    tiled 32x32 for them alone) and the float ones leave the loop its 8 bf16 lanes, 16 bytes an
+    access, as nvFuser vectorizes only the tensors with the reference's inner dim."""
+    x = _input((4, 32, 8, 64), torch.bfloat16)
+    mean, invstd = _input((32,), torch.float32), _input((32,), torch.float32).abs()
+    weight, bias = _input((32,), torch.bfloat16), _input((33,), torch.bfloat16)[1:]
+
+    def body(fd):
+        t, m, s = define(fd, x), define(fd, mean), define(fd, invstd)
+        w, b = define(fd, weight), define(fd, bias)
+
+        def channel(v):
+            return fd.ops.broadcast_in_dim(v, shape=list(x.shape), broadcast_dims=[1])
+
+        normed = fd.ops.mul(fd.ops.sub(fd.ops.cast(t, DataType.Float), channel(m)), channel(s))
+        scaled = fd.ops.add(fd.ops.mul(normed, fd.ops.cast(channel(w), DataType.Float)),
+                            fd.ops.cast(channel(b), DataType.Float))
+        fd.add_output(fd.ops.cast(scaled, DataType.BFloat16))
+
+    def per_channel(v):
+        return v.float()[None, :, None, None]
+
+    want = ((x.float() - per_channel(mean)) * per_channel(invstd) * per_channel(weight)
+            + per_channel(bias)).to(torch.bfloat16)
+    (kernel,) = _check(fusion_of(body), [x, mean, invstd, weight, bias], [want])
+    assert "tile" not in kernel.heuristics and "__shared__" not in kernel.source
+    assert "groups of 8" in kernel.heuristics, kernel.heuristics

@@ -19,7 +19,7 @@ from fusecli.codegen.indexing import LANE, Index, IndexSpace, add, const, contig
 from fusecli.codegen.kernel import Kernel
 from fusecli.codegen.source import assemble, index_type_for, store
 from fusecli.ir.nodes import TensorView
-from fusecli.segment.heuristics import PointwiseParams
+from fusecli.segment.heuristics import PointwiseParams, vector_width, widest_vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +130,9 @@ def _nests(ctx: KernelContext, params: PointwiseParams) -> list[Nest]:
         cdtypes.require((*ctx.segment.inputs, *ctx.outputs))
         shape, covered = _in_stride_order(ctx, reference, shape, covered)
         lanes = params.vector_width(shape[-1] if shape else 1)
+        if nests:  # another shape's loop: 16 bytes of the widest type the kernel moves
+            lanes = min(lanes, vector_width(widest_vector((*ctx.segment.inputs, *ctx.outputs)),
+                                            shape[-1] if shape else 1))
         nests.append(Nest(shape, tuple(covered), lanes))
         pending = rest
     return nests

@@ -10,7 +10,10 @@ nvFuser's second group of tensors) is computed and stored right after the read i
 the values just read, with consecutive threads along its own contiguous dimension: so both
 groups store coalesced. That holds when it reads nothing but staged inputs, scalars and tensors
 broadcast along both tile dimensions (anything else read there would be transposed itself);
-other outputs stay in the second phase (with none there, no tile is kept). Everything else is
+other outputs stay in the second phase (with none there, no tile is kept). An input constant
+along the outputs' contiguous dim (a norm's per-channel weight, broadcast over the rest) is not
+staged: a warp reads one address of it, and a batch norm's pointwise part was tiled for its
+four [C] inputs alone. Everything else is
 computed as in a pointwise kernel; a read of the staged input at any other index than the
 tile's (after a reshape, say) goes to global memory as usual. Segments that do not fit (a tile
 would not divide the two dimensions, several output shapes) get the pointwise kernel instead.
@@ -132,8 +135,8 @@ def _plan(ctx: KernelContext, params: TransposeParams) -> TilePlan | None:
     for tensor in ctx.segment.inputs:
         layout = ctx.layouts[tensor.uid]
         positions = loop_positions(ctx, tensor, reference)
-        if layout.host_scalar or positions is None:
-            continue
+        if layout.host_scalar or positions is None or inner not in positions:
+            continue  # constant along the outputs' contiguous dim: a warp reads one address
         read_along, ahead = _read_along(ctx, tensor, positions, inner)
         if read_along is None or across not in (None, read_along):
             continue

@@ -173,7 +173,8 @@ def pointwise(candidate: Candidate, sizes: Sizes) -> PointwiseParams | None:
         return None
     outputs = shapes[len(candidate.inputs):]
     largest = max(outputs, key=numel)  # the first of the largest, as the generator sorts
-    most = widest_vector((*candidate.inputs, *candidate.outputs))
+    reference = candidate.outputs[outputs.index(largest)]
+    most = widest_vector(along_inner(candidate, shapes, reference, largest))
     lanes = vector_width(most, largest[-1] if largest else 1)
     threads, unroll = POINTWISE_THREADS, 1
     if numel(largest) // lanes >= UNROLL_FROM_GROUPS:
@@ -181,6 +182,28 @@ def pointwise(candidate: Candidate, sizes: Sizes) -> PointwiseParams | None:
         threads, unroll = UNROLLED_THREADS, 4 if random else 2
     return PointwiseParams(lanes, most, threads, unroll=unroll,
                            sized_for=sizes_key(candidate, sizes))
+
+
+def along_inner(candidate: Candidate, shapes: Sequence[Shape], reference: TensorView,
+                reference_shape: Shape) -> list[TensorView]:
+    """The inputs and outputs whose lanes a vector access moves: all but those smaller than
+    ``reference`` with no dim along its innermost dim of more than one element (a batch
+    norm's per-channel weight: read once per warp, a float one no longer halves a bf16 loop's
+    lanes). nvFuser vectorizes the tensors that have the reference's inner dim likewise."""
+    tensors = (*candidate.inputs, *candidate.outputs)
+    positions = [p for p, d in enumerate(reference.domain) if not d.is_reduction]
+    wide = [p for p, size in zip(positions, reference_shape) if size > 1]
+    if not wide:
+        return list(tensors)
+    inner = candidate.dims.class_of(reference, wide[-1])
+    found = []
+    for tensor, shape in zip(tensors, shapes):
+        own = [p for p, d in enumerate(tensor.domain) if not d.is_reduction]
+        if numel(shape) >= numel(reference_shape) or any(
+                size > 1 and candidate.dims.class_of(tensor, p) == inner
+                for p, size in zip(own, shape)):
+            found.append(tensor)
+    return found or list(tensors)
 
 
 def transpose(candidate: Candidate, sizes: Sizes) -> TransposeParams | None:
