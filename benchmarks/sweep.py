@@ -13,7 +13,8 @@ among those timed in every segment of the class: the table printed last (``*``: 
 always the heuristics' own (``Scheduler.heuristics``), never an earlier table's.
 ``--dry-run``: meta tensors, every variant generated and NVRTC-compiled. ``--from F.json``
 (an earlier ``--out``): its measurements summarized again and, with ``--write-table``, written
-as the table, on any machine (the settings and device are the file's).
+as the table, on any machine (the settings and device are the file's). ``--add`` keeps the
+table's classes this sweep does not measure: a sweep at other sizes adds its own.
 """
 
 from __future__ import annotations
@@ -234,7 +235,8 @@ def report(args: argparse.Namespace, device: str | None, sweeps: Sequence[Segmen
              kernel=s.kernel_of.get(name), failed=s.failed.get(name),
              ms=s.times[name] if math.isfinite(s.times.get(name, math.nan)) else None)
         for s in sweeps for name in s.params]
-    kept = {k: v for k, v in vars(args).items() if k not in ("out", "write_table", "recorded")}
+    kept = {k: v for k, v in vars(args).items()
+            if k not in ("out", "write_table", "recorded", "add")}
     return {"settings": kept,
             "device": device, "problems": list(problems), "measurements": measurements,
             "summary": summarize(sweeps)}
@@ -245,8 +247,9 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
     """``--write-table``: the table ``tuning.load`` reads at ``path``, with its provenance, and
     beside it (``X.measurements.json`` for ``X.json``) every measurement it came from. With
     ``--schedulers``, the other schedulers' classes and their measurements are kept from the
-    table already at ``path`` (its provenance under ``kept``, naming them; a chain of partial
-    sweeps nests its provenances)."""
+    table already at ``path``; with ``--add``, every class this sweep did not measure (a sweep
+    at other sizes adds its classes). The earlier provenance goes under ``kept``, naming the
+    schedulers; a chain of partial sweeps nests its provenances."""
     measured = report(args, device, sweeps, problems)
     beside = path.with_name(f"{path.stem}.measurements.json")
     provenance = dict(
@@ -255,16 +258,24 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
         commit=args.commit or checkout_commit(), segments=sum(s.timed for s in sweeps),
         fusions_failed=len(problems), measurements=beside.name)
     document = tuning.table_document(measured["summary"], provenance)
-    if args.schedulers and path.is_file():
-        swept = set(args.schedulers.split(","))
+    if (args.schedulers or getattr(args, "add", False)) and path.is_file():
+        swept = set(args.schedulers.split(",")) if args.schedulers else set()
+        classes = {(e["scheduler"], e["size_class"]) for e in measured["summary"]}
+
+        def kept(entry: dict[str, Any]) -> bool:  # not this sweep's to decide
+            if args.schedulers and entry["scheduler"] in swept:
+                return False
+            return not getattr(args, "add", False) or (
+                (entry["scheduler"], entry["size_class"]) not in classes)
+
         before = json.loads(path.read_text(encoding="utf-8"))
         before_beside = path.with_name(before["provenance"]["measurements"])
         others = [m for m in json.loads(before_beside.read_text(encoding="utf-8"))["measurements"]
-                  if m["scheduler"] not in swept]
+                  if kept(m)]
         measured["measurements"] += others
         for part in ("choices", "defaults_kept"):
             document[part] = sorted(
-                [*document[part], *(e for e in before[part] if e["scheduler"] not in swept)],
+                [*document[part], *(e for e in before[part] if kept(e))],
                 key=lambda e: (e["scheduler"], e["size_class"]))
         # the earlier table's provenance whole: its own "kept" names where the classes it
         # kept in turn came from
@@ -278,9 +289,9 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
 def recorded(path: Path) -> tuple[dict[str, Any], str | None, list[SegmentSweep], list[str]]:
     """An ``--out`` file read back: its settings, device, sweeps and problems."""
     document = json.loads(path.read_text(encoding="utf-8"))
-    sweeps: dict[tuple[str, int], SegmentSweep] = {}
-    for m in document["measurements"]:
-        sweep = sweeps.setdefault((m["member"], m["segment"]), SegmentSweep(
+    sweeps: dict[tuple[str, int, str], SegmentSweep] = {}
+    for m in document["measurements"]:  # the size class too: sweeps at other sizes, merged
+        sweep = sweeps.setdefault((m["member"], m["segment"], m["size_class"]), SegmentSweep(
             m["member"], m["segment"], m["scheduler"], m["size_class"], ""))
         sweep.params[m["label"]] = m["params"]
         if m["default"]:
@@ -338,6 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="write the chosen table (fusecli/segment/tuning.json) and its "
                              "measurements (PATH's stem + .measurements.json); with "
                              "--schedulers, the others' classes are kept from PATH")
+    parser.add_argument("--add", action="store_true",
+                        help="with --write-table: keep PATH's classes this sweep does not "
+                             "measure (a sweep at other sizes, --min-elements, adds its own)")
     parser.add_argument("--from", dest="recorded", type=Path, metavar="F.json",
                         help="summarize an earlier --out file's measurements (no GPU)")
     parser.add_argument("--commit", help="the table's provenance where this is no git checkout "
@@ -348,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.recorded is not None:
         settings, gpu, sweeps, problems = recorded(args.recorded)
         for name, value in settings.items():  # the sweep's own, as --write-table records them
-            if name not in ("recorded", "dry_run"):
+            if name not in ("recorded", "dry_run", "add"):
                 setattr(args, name, value)
         return finish(args, gpu, sweeps, problems)
     if not args.dry_run and not torch.cuda.is_available():

@@ -197,3 +197,37 @@ def test_the_committed_table_is_what_its_measurements_choose(tmp_path, capsys) -
     written = json.loads(path.read_text())
     assert [(c["scheduler"], c["size_class"], c["knobs"]) for c in written["choices"]] == [
         (c["scheduler"], c["size_class"], c["knobs"]) for c in table["choices"]]
+
+
+def test_add_keeps_the_classes_a_sweep_at_other_sizes_did_not_measure(tmp_path, capsys) -> None:
+    """``--write-table --add``: a sweep at smaller sizes (``--min-elements``) adds its size
+    classes to the table and replaces the ones it measured again; the classes it did not
+    measure stay, measurements and all, and ``--from`` the merged measurements chooses the same
+    table (the same member name at two sizes stays two sweeps)."""
+    def recorded_file(name: str, segments: list[sweep.SegmentSweep]) -> Path:
+        args = argparse.Namespace(population=2, seed=1, iters=5, schedulers=None, commit="abc",
+                                  min_elements=4096, dry_run=False)
+        path = tmp_path / name
+        path.write_text(json.dumps(sweep.report(args, "NVIDIA H100", segments, [])))
+        return path
+
+    def at(size_class: str, number: int, times: dict[str, float]) -> sweep.SegmentSweep:
+        return sweep.SegmentSweep("003 fuzz_7", number, "pointwise", size_class, "a",
+                                  {name: {"threads": len(name)} for name in times}, {}, times)
+
+    large = recorded_file("large.json", [at("2^25 elements, 2-byte", 0, {"a": 1.0, "bb": 0.5}),
+                                         at("2^26 elements, 2-byte", 1, {"a": 1.0, "bb": 0.6})])
+    small = recorded_file("small.json", [at("2^23 elements, 2-byte", 0, {"a": 1.0, "ccc": 0.7}),
+                                         at("2^26 elements, 2-byte", 1, {"a": 0.5, "bb": 1.0})])
+    table = tmp_path / "tuning.json"
+    assert sweep.main(["--from", str(large), "--write-table", str(table)]) == 0
+    assert sweep.main(["--from", str(small), "--write-table", str(table), "--add"]) == 0
+    document = json.loads(table.read_text())
+    choices = {c["size_class"]: c["best"] for c in document["choices"]}
+    assert choices == {"2^23 elements, 2-byte": "ccc", "2^25 elements, 2-byte": "bb"}
+    assert [k["size_class"] for k in document["defaults_kept"]] == ["2^26 elements, 2-byte"]
+    again = tmp_path / "again.json"
+    assert sweep.main(["--from", str(tmp_path / "tuning.measurements.json"),
+                       "--write-table", str(again)]) == 0
+    assert json.loads(again.read_text())["choices"] == document["choices"]
+    capsys.readouterr()
