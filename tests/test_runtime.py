@@ -360,6 +360,26 @@ def test_var_var_mean_and_welford() -> None:
     assert_same(count, torch.full((2, 3), 4, dtype=torch.int64))
 
 
+def test_a_var_mean_of_a_var_means_variance_reads_its_translation() -> None:
+    """Random fusion 1404: var_mean over all dims, then var_mean of that variance. Both become
+    two passes (TranslateApplicableWelford); the second's sum and sizes read the first's new
+    variance, not the var_mean output no expr defines any more (fd.execute failed: "operand
+    ... has not been computed")."""
+    x = torch.randn(3, 4, 5, dtype=torch.float64)
+
+    def body(fd):
+        var, _ = fd.ops.var_mean(define(fd, x), dims=[0, 1], correction=1)
+        again, mean = fd.ops.var_mean(var, dims=[0], correction=0)
+        fd.add_output(fd.ops.sub(var, var))
+        fd.add_output(fd.ops.mul(again, mean))
+
+    zero, product = fusion_of(body).execute([x])  # segmented, as fd.execute runs it
+    var = x.var(dim=(0, 1), correction=1)
+    again, mean = torch.var_mean(var, dim=0, correction=0)
+    assert_same(zero, var - var)
+    assert_same(product, again * mean)
+
+
 def test_var_mean_of_half_is_computed_in_float() -> None:
     x = torch.randn(2, 1, 2, dtype=torch.float16)
 

@@ -59,15 +59,15 @@ def translate_applicable_welfords(
     exprs: list[Expr] = []
     replaced: dict[int, Val] = {}
     for expr in fusion.exprs:
-        if expr.uid in chosen:
-            new_exprs, outputs = chosen[expr.uid]
-            exprs.extend(new_exprs)
-            replaced.update(outputs)
-            continue
-        if any(v.uid in replaced for v in expr.inputs):
-            inputs = tuple(replaced.get(v.uid, v) for v in expr.inputs)
-            expr = Expr(expr.op, inputs, expr.outputs, expr.attrs)
-        exprs.append(expr)
+        # a translated Welford reads the translation of one before it (a var_mean of a
+        # variance): its new exprs read the replacements too
+        new_exprs, outputs = chosen.get(expr.uid, ([expr], {}))
+        for new in new_exprs:
+            if any(v.uid in replaced for v in new.inputs):
+                inputs = tuple(replaced.get(v.uid, v) for v in new.inputs)
+                new = Expr(new.op, inputs, new.outputs, new.attrs)
+            exprs.append(new)
+        replaced.update(outputs)
     outputs = tuple(replace(o, value=replaced.get(o.value.uid, o.value)) for o in fusion.outputs)
     return Fusion(inputs=fusion.inputs, outputs=outputs, exprs=in_dependency_order(exprs))
 
