@@ -221,3 +221,26 @@ def test_codegen_shows_the_parts_kernels_and_why_the_segment_has_none() -> None:
     assert [(c.label, c.scheduler, c.status) for c in (first, second)] == [
         ("0 part 1/2", "reduction", "generated"), ("0 part 2/2", "pointwise", "generated")]
     assert "neither a row nor a whole-loop value" in first.whole and second.whole is None
+
+
+def _leaves(outcome):
+    """The outcomes of a parted segment's parts, parts of parts included."""
+    for _, part in outcome.parts:
+        yield from _leaves(part) if part.parts else [part]
+
+
+@pytest.mark.parametrize(("seed", "why"), [
+    (190, "a cat the reduction reads reshaped, written for another segment"),
+    (1508, "a var and a min of one level over rows of different lengths"),
+])
+def test_a_refused_reduction_part_is_cut_again(seed: int, why: str) -> None:
+    """A reduction part the generator refuses is cut once more: a lone reduction whose
+    ancestors write a value off its loop gets a pointwise part computing those first; one
+    level's reductions over rows of different lengths get a part each. Every part runs a
+    kernel (each ran on ATen before), and every output matches."""
+    outcomes, outputs = emulated_run(seed)
+    parted = [outcome for outcome in outcomes if outcome.parts]
+    assert parted, why
+    assert all(leaf.executor != "aten" for outcome in parted for leaf in _leaves(outcome)), [
+        leaf.fallback for outcome in parted for leaf in _leaves(outcome)]
+    assert_outputs_match(outputs)

@@ -63,8 +63,12 @@ def _parts(segment: Segment) -> tuple[Segment, ...] | None:
                 rows.update(out.uid for out in expr.outputs)
         groups.append([e for e in exprs if e.uid in group])
     rest = [e for e in exprs if e.uid not in placed]
-    if not rest and len(groups) == 1:
-        return None
+    if not rest and len(groups) == 1:  # one reduction part: the generator refused that
+        groups = _cut_group(groups[0], producer, segment.candidate.output_uids)
+        if groups is None:
+            return None
+        placed = {e.uid for group in groups for e in group}
+        rest = [e for e in exprs if e.uid not in placed]
     private: set[int] = set()
     if rest:
         again = _recomputed(rest, producer, placed, segment.candidate.output_uids)
@@ -75,13 +79,56 @@ def _parts(segment: Segment) -> tuple[Segment, ...] | None:
         again = [e for e in again if all(out.uid in private for out in e.outputs)]
         rest += again  # Candidate.of puts them in the fusion's order
     graph = segment.candidate.graph
-    parts = [Segment(segment.id, "reduction", Candidate.of(graph, group, frozenset(private)))
+    parts = [Segment(segment.id, _scheduler(group), Candidate.of(graph, group, frozenset(private)))
              for group in groups]
     if rest:
-        scheduler = "resize" if any(e.op.kind is OpKind.RESIZE for e in rest) else "pointwise"
-        parts.append(Segment(segment.id, scheduler,
+        parts.append(Segment(segment.id, _scheduler(rest),
                              Candidate.of(graph, rest, frozenset(private))))
     return tuple(parts)
+
+
+def _scheduler(exprs: list[Expr]) -> str:
+    if any(e.op.kind in _REDUCING for e in exprs):
+        return "reduction"
+    return "resize" if any(e.op.kind is OpKind.RESIZE for e in exprs) else "pointwise"
+
+
+def _cut_group(group: list[Expr], producer: dict[int, Expr],
+               outputs: frozenset[int]) -> list[list[Expr]] | None:
+    """A reduction part the generator refused, cut once more (None where nothing is left to
+    cut): reductions of one level over rows of different lengths, one part each (their row
+    epilogue then runs pointwise after them); or a lone reduction whose ancestors write a
+    value off its loop (a concatenation that the reduction reads reshaped), a pointwise part
+    that computes those values first, the reduction reading them back."""
+    reductions = [e for e in group if e.op.kind in _REDUCING]
+    if len(reductions) > 1:
+        cut: list[list[Expr]] = []
+        placed: set[int] = set()
+        for reduction in reductions:
+            found = _ancestors([reduction], producer, placed)
+            placed |= found
+            cut.append([e for e in group if e.uid in found])
+        return cut
+    after = _descendants(reductions, group)
+    written = [producer[uid] for uid in outputs
+               if uid in producer and producer[uid].uid not in after
+               and producer[uid].op.kind not in _REDUCING
+               and any(e.uid == producer[uid].uid for e in group)]
+    if not written:
+        return None
+    first = _ancestors(written, producer, set())
+    return [[e for e in group if e.uid in first], [e for e in group if e.uid not in first]]
+
+
+def _descendants(roots: list[Expr], exprs: list[Expr]) -> set[int]:
+    """The uids of ``roots`` and the exprs of ``exprs`` (in order) that read from them."""
+    found = {e.uid for e in roots}
+    values = {out.uid for e in roots for out in e.outputs}
+    for expr in exprs:
+        if any(v.uid in values for v in expr.inputs):
+            found.add(expr.uid)
+            values.update(out.uid for out in expr.outputs)
+    return found
 
 
 def _levels(exprs: tuple[Expr, ...], producer: dict[int, Expr]) -> dict[int, int]:
