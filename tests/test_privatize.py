@@ -96,3 +96,22 @@ def test_copies_that_share_a_segment_are_reverted_to_one_cast():
     assert len(persistent) == 1
     assert persistent[0].count("cast") == 1
     _assert_computes_the_fusion(fd, inputs)
+
+
+def test_an_expr_reading_an_up_cast_twice_takes_one_copy_at_both_positions():
+    """``lerp(c, c, w)``, the second of three uses of the up-cast ``c``: nvFuser walks the rewritten
+    expr's inputs by position, so the copy replaces ``c`` at both and the second position
+    reads a cast of one use. fusecli walked the old inputs and moved the second use again
+    (random fusion 2105: ``ValueError: list.remove(x)`` out of fd.execute)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        wide = fd.ops.cast(x, dtype=DataType.Float)
+        fd.add_output(fd.ops.erfc(wide))
+        fd.add_output(fd.ops.segment_set(fd.ops.lerp(wide, wide, w)))  # segments: privatized
+        fd.add_output(fd.ops.sin(wide))  # a third use: the second position is no first one
+    inputs = [torch.randn(16, 32, dtype=torch.bfloat16), torch.randn(16, 32)]
+    assert len(_segments(fd, inputs)) >= 2
+    _assert_computes_the_fusion(fd, inputs)
+    _, same, _ = fd.execute(inputs)
+    torch.testing.assert_close(same, inputs[0].float())

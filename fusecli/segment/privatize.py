@@ -54,7 +54,12 @@ def privatize_ops(fusion: Fusion, live_exprs: Sequence[Expr]) -> Privatized:
         changed = False
         definition = {out.uid: e for e in exprs for out in e.outputs}
         for expr in [e for e in exprs if e.uid in live]:
-            for value in expr.tensor_inputs():
+            # by position in the expr as rewritten so far, as nvFuser walks expr->input(i):
+            # mul(c, c) reads the copy at both positions after the first, and is done
+            for position in range(len(expr.inputs)):
+                value = expr.inputs[position]
+                if not isinstance(value, TensorView):
+                    continue
                 producer = definition.get(value.uid)
                 if producer is None or not _privatizable(producer, len(uses[value.uid])):
                     continue
