@@ -142,9 +142,9 @@ def measure(member: Member, nvfuser: Any, args: Any) -> Result:
     result.ms["eager"] = tools.median_ms(lambda: eager(*inputs), args.iters)
     if args.compile:
         try:
-            compiled = torch.compile(eager)
+            compiled = tools.compiled_graph(eager, inputs)
             result.ms["compile"] = tools.median_ms(lambda: compiled(*inputs), args.iters)
-        except Exception as error:  # Dynamo may not trace the interpreter: say so
+        except Exception as error:  # make_fx or Inductor failed: say so
             result.ms["compile"] = None
             result.note = "; ".join(filter(None, [result.note,
                                                   f"torch.compile: {_first_line(error)}"]))
@@ -221,6 +221,8 @@ def print_report(results: list[Result], worst: list[Result], args: Any) -> None:
             print("host time of a warm call (median over fusions, us): fusecli "
                   f"{statistics.median(r.host_us['fusecli'] for r in both):.1f}, nvFuser "
                   f"{statistics.median(r.host_us['nvfuser'] for r in both):.1f}")
+    if args.compile:
+        print_compile_summary(results)
     columns = ["fusecli", "nvfuser", "eager"] + (["compile"] if args.compile else [])
     print(f"\n{'fusion':<30}" + "".join(f"{c + ' ms':>12}" for c in columns)
           + f"{'ratio':>8}{'GB/s':>8}{'host us':>14}  segments")
@@ -237,6 +239,26 @@ def print_report(results: list[Result], worst: list[Result], args: Any) -> None:
         print(f"    segments: {', '.join(r.segments)}")
         for reason in r.why:
             print(f"    {reason}")
+
+
+def print_compile_summary(results: list[Result]) -> None:
+    """torch.compile's time over fusecli's (geometric mean), and the fusions where it beats
+    nvFuser: whether fusecli beats it there too."""
+    timed = [r for r in results if r.ms.get("compile") and r.ms.get("fusecli")]
+    if not timed:
+        print("torch.compile: no fusion timed")
+        return
+    geomean = math.exp(statistics.fmean(math.log(r.ms["compile"] / r.ms["fusecli"])
+                                        for r in timed))
+    print(f"torch.compile's time over fusecli's: geometric mean {geomean:.2f}x over "
+          f"{len(timed)} fusions")
+    ahead = [r for r in timed if r.ms.get("nvfuser") and r.ms["compile"] < r.ms["nvfuser"]]
+    beaten = [r for r in ahead if r.ms["fusecli"] <= r.ms["compile"]]
+    print(f"torch.compile beats nvFuser on {len(ahead)}; fusecli beats torch.compile on "
+          f"{len(beaten)} of those" + "".join(
+              f"\n    not {r.name}: fusecli {r.ms['fusecli']:.3f} ms, torch.compile "
+              f"{r.ms['compile']:.3f} ms, nvFuser {r.ms['nvfuser']:.3f} ms"
+              for r in ahead if r not in beaten))
 
 
 def _quantiles(ratios: list[float]) -> list[tuple[str, float]]:

@@ -73,3 +73,27 @@ def test_generated_members_reach_the_size_asked_for() -> None:
             inputs = member.make_inputs("cpu")
             sizes = [x.numel() for x in inputs if isinstance(x, torch.Tensor)]
             assert max(sizes) >= SMALL, (member.name, member.summary)
+
+
+def test_torch_compile_runs_the_fusion_as_one_traced_graph() -> None:
+    """``--compile`` times ``torch.compile`` of the member's aten ops traced into one graph
+    (``compiled_graph``), which computes what eager torch does; compiling the reference
+    interpreter itself ran eager behind Dynamo's guards past its recompile limit. Here with
+    the aot_eager backend (Inductor's CPU code is the GPU machine's business): the traced
+    graph is one graph, with no Python of fusecli's left in it."""
+    import vs_nvfuser
+
+    from fusecli.reference import run_reference
+
+    for member in population.draw(3, 0, min_elements=SMALL)[1:]:  # a generated one, powers
+        inputs = member.make_inputs("cpu")
+
+        def eager(*tensors, fusion=member.fd.fusion):
+            return run_reference(fusion, list(tensors)).outputs
+
+        torch._dynamo.utils.counters.clear()
+        compiled = vs_nvfuser.compiled_graph(eager, inputs, backend="aot_eager")
+        for got, want in zip(compiled(*inputs), eager(*inputs), strict=True):
+            torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)
+        counts = torch._dynamo.utils.counters["stats"]
+        assert counts["unique_graphs"] == 1, dict(counts)
