@@ -86,3 +86,25 @@ def test_a_slice_start_from_a_scalar_input_gets_a_kernel_per_value(emulated) -> 
             out, = fd.execute([x, start])
             torch.testing.assert_close(out, torch.exp(x[:, start:]))
             assert emulated.last_kernel is not None
+
+
+def test_scalars_a_size_depends_on_are_keyed_and_the_rest_are_not() -> None:
+    """``value_free_scalars``: pad widths, a slice start and a reshape's extent computed from
+    a scalar input decide sizes (a segmentation per value); a scale, a seed and an offset do
+    not (read anew each call)."""
+    from fusecli.runtime.cache import value_free_scalars
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        rows = fd.define_scalar(None, dtype=DataType.Int)  # 1: reshape rows, through a mul
+        scale = fd.define_scalar(None, dtype=DataType.Double)  # 2
+        seed = fd.define_scalar(None, dtype=DataType.Int)  # 3
+        offset = fd.define_scalar(None, dtype=DataType.Int)  # 4
+        start = fd.define_scalar(None, dtype=DataType.Int)  # 5: a slice start
+        flat = fd.ops.reshape(x, [fd.ops.mul(rows, fd.define_scalar(2, DataType.Int)), -1])
+        noise = fd.ops.rand_like(flat, rng_seed=seed, rng_offset=offset)
+        fd.add_output(fd.ops.mul(fd.ops.add(flat, noise), scale))
+        fd.add_output(fd.ops.slice(x, [0, start], [x.size(0), x.size(1)]))
+    positions = {v.uid: p for p, v in enumerate(fd.fusion.inputs)}
+    assert value_free_scalars(fd.fusion) == frozenset(
+        {positions[v.uid] for v in fd.fusion.inputs[2:5]})

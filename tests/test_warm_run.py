@@ -128,7 +128,6 @@ def test_each_call_returns_new_tensors_and_leaves_earlier_ones_alone() -> None:
 @pytest.mark.parametrize("change", [
     lambda x, w, eps: ([x[:, :39], w[:39], eps], "size"),
     lambda x, w, eps: ([x.t().contiguous().t(), w, eps], "strides"),
-    lambda x, w, eps: ([x, w, 1e-3], "a scalar input's value"),
     lambda x, w, eps: ([torch.randn(6, 41).bfloat16()[:, 1:], w, eps], "alignment"),
 ])
 def test_another_signature_is_another_compiled_run(change) -> None:
@@ -144,6 +143,42 @@ def test_another_signature_is_another_compiled_run(change) -> None:
     torch.testing.assert_close(out.float(), _eager_rms(*inputs)[0].float(), atol=2e-2,
                                rtol=2e-2)
     assert len(_runs(fd.fusion)) == 2
+
+
+def test_a_scalar_no_size_depends_on_is_read_anew_by_the_same_run() -> None:
+    """The norm's epsilon feeds no size: another value is the same segmentation and the same
+    compiled run, which reads this call's value (the run before this was keyed by it: every
+    new value ran in full)."""
+    fd = _rms_norm()
+    x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
+    for eps in (1e-5, 10.0, 0.5):
+        out, mean = fd.execute([x, w, eps])
+        want, _ = _eager_rms(x, w, eps)
+        torch.testing.assert_close(out.float(), want.float(), atol=2e-2, rtol=2e-2)
+    assert len(_runs(fd.fusion)) == 1 and len(fd.fusion.memo["plans"]) == 1
+
+
+def test_thunder_style_dropout_keeps_one_run_across_philox_offsets() -> None:
+    """A dropout seeded by scalar inputs (Thunder passes a new Philox offset every call): one
+    segmentation and one compiled run serve every offset, and each call draws what a full
+    run of its own seed and offset draws."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        seed, offset = fd.define_scalar(None, DataType.Int), fd.define_scalar(None, DataType.Int)
+        drawn = fd.ops.uniform(fd.define_scalar(0.0), fd.define_scalar(1.0), shape=[16, 24],
+                               rng_seed=seed, rng_offset=offset, dtype=DataType.Float)
+        keep = fd.ops.lt(drawn, fd.define_scalar(0.9, dtype=DataType.Double))
+        fd.add_output(fd.ops.where(keep, x, fd.define_scalar(0.0, dtype=DataType.Double)))
+    x = torch.rand(16, 24) + 1
+    masks = set()
+    for step in range(4):
+        inputs = [x, 2024, 4 * step]
+        (out,) = fd.execute(inputs)
+        _, full = run_fusion(fd.fusion, inputs, executor="aten")
+        assert torch.equal(out, full.outputs[0])
+        masks.add(tuple((out == 0).flatten().tolist()))
+    assert len(masks) == 4
+    assert len(_runs(fd.fusion)) == 1 and len(fd.fusion.memo["plans"]) == 1
 
 
 def test_injected_faults_are_never_replayed(monkeypatch) -> None:

@@ -131,7 +131,8 @@ class KernelContext:
     def integer_of(self, scalar: Scalar) -> int | None:
         """An integer that decides sizes (a pad width, a slice bound): a constant, or the
         value the inputs bind to a scalar of the fusion. Kernels are specialized on sizes, so
-        they may be on these too: the executor's keys hold integer scalars' values."""
+        they may be on these too: a segmentation is made per value of each scalar a size
+        depends on (``runtime.cache.value_free_scalars`` says which do not)."""
         found = self.constant_of(scalar)
         if found is None and dt.is_integral(scalar.dtype):
             found = self.sizes.extent(ScalarExtent(scalar))

@@ -121,7 +121,7 @@ def _seeded(fusion: nodes.Fusion) -> SeededVariant | None:
         if e.uid in offsets else e
         for e in fusion.exprs
     )
+    # a new seed and new offsets every call: they feed no size, so the warm path binds them
+    # and does not key on their values (runtime.cache.value_free_scalars)
     variant = nodes.Fusion((*fusion.inputs, seed, *offsets.values()), fusion.outputs, exprs)
-    # a new seed and new offsets every call: the warm path binds them, it does not key on them
-    variant.memo["per_call_scalars"] = 1 + len(unseeded)
     return SeededVariant(variant, len(unseeded))

@@ -53,7 +53,7 @@ def bind_inputs(fusion: Fusion, inputs: Sequence[Any]) -> Bindings:
         if isinstance(definition, TensorView):
             _bind_tensor(index, definition, value, bindings)
         else:
-            bindings.values[definition.uid] = _bind_scalar(index, definition, value)
+            bindings.values[definition.uid] = bind_scalar(index, definition, value)
     bindings.device = _common_device(fusion, bindings)
     bind_slice_lengths(fusion, bindings.extents, bindings.values)
     check_concrete_sizes(fusion, bindings.values, bindings.extents)
@@ -204,7 +204,7 @@ def _common_device(fusion: Fusion, bindings: Bindings) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def _bind_scalar(index: int, definition: Scalar, value: Any) -> bool | int | float | complex:
+def bind_scalar(index: int, definition: Scalar, value: Any) -> bool | int | float | complex:
     """A Python number of the scalar's dtype; 0-dim tensors and numpy numbers are unwrapped."""
     where = f"input {index}"
     raw = value

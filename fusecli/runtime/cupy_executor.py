@@ -273,8 +273,8 @@ class _Lookup(dict):
 
 
 def _layout_key(value: Any) -> tuple:
-    if not isinstance(value, torch.Tensor):  # an integer may be a size the kernel holds
-        return (type(value), value) if isinstance(value, int) else (type(value),)
+    if not isinstance(value, torch.Tensor):
+        return (type(value),)
     address = value.data_ptr()
     # get_device(): -1 on the CPU, else the CUDA device's index
     return (value.dtype, value.get_device(), value.shape, value.stride(), address % 16,

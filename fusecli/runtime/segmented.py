@@ -19,7 +19,7 @@ from fusecli.errors import PipelineError
 from fusecli.ir.nodes import Expr, Fusion, TensorView, Vector, flatten_inputs
 from fusecli.ir.optype import OpType
 from fusecli.runtime.bind import Bindings, bind_inputs
-from fusecli.runtime.cache import cached_plan
+from fusecli.runtime.cache import cached_plan, value_free_scalars
 from fusecli.runtime.context import ExecutionContext, expected_shape
 from fusecli.runtime.devices import execution_device
 from fusecli.runtime.executor import SegmentOutcome, run_segment
@@ -246,11 +246,11 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
             executor: str = "auto", device: Any = None) -> list[Any]:
     """What ``fd.execute`` does: the compiled run of the inputs' signature
     (``runtime.warm``), or, on its first call, the full run, compiled for the next."""
-    per_call = fusion.memo.get("per_call_scalars", 0)  # a random op's seed and offsets
-    flat, key = inputs, warm_key(inputs, rules, executor, device, per_call)
+    free = value_free_scalars(fusion)  # scalars read anew each call (a Philox offset)
+    flat, key = inputs, warm_key(inputs, rules, executor, device, free)
     if key is None:  # nested lists and tuples (define_vector inputs' values)
         flat = flatten_inputs(inputs)
-        key = warm_key(flat, rules, executor, device, per_call)
+        key = warm_key(flat, rules, executor, device, free)
     runs = fusion.memo.get("warm")
     if runs is None:
         runs = fusion.memo["warm"] = OrderedDict()
@@ -271,7 +271,7 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
         # the fusion segmented (rewritten: welford translated, casts privatized) is the one
         # whose scalar exprs the run computed
         runs[key] = compile_run(runner.fusion, trace, runner.env, runner.bindings, runner.ctx,
-                                outputs, runner.allocations, per_call)
+                                outputs, runner.allocations, free)
         while len(runs) > WARM_CAPACITY:
             runs.popitem(last=False)
     return outputs

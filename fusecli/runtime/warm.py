@@ -40,6 +40,7 @@ from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
 from fusecli.runtime import aten_elementwise as aten
+from fusecli.runtime.bind import bind_scalar
 from fusecli.runtime.context import MissingValueError, value_of
 from fusecli.runtime.faults import ENV_VAR
 
@@ -59,25 +60,23 @@ def fault_setting() -> object:
 
 
 def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any,
-             per_call: int = 0) -> tuple | None:
+             free: frozenset[int] = frozenset()) -> tuple | None:
     """What a compiled run depends on: the run's settings, and per input its dtype, shape,
     strides, device, 16-byte alignment and negative and conjugate bits (a tensor), or its
-    type and value (a scalar); None where ``flat`` nests lists (flatten it first). The last
-    ``per_call`` inputs are scalars new on every call (a random op's seed and offsets): their
-    types only. One loop: this is most of a warm call's own time."""
+    type and value (a scalar); None where ``flat`` nests lists (flatten it first). The
+    scalars at positions in ``free`` are read anew by every call (``cache.value_free_scalars``:
+    a random op's seed and offset, say): their types only. One loop: this is most of a warm
+    call's own time."""
     key: tuple = (rules, executor, device, fault_setting())
-    if per_call:
-        if len(flat) < per_call:
-            return None
-        key += tuple(type(value) for value in flat[len(flat) - per_call:])
-        flat = flat[:len(flat) - per_call]
-    for value in flat:
+    for position, value in enumerate(flat):
         if type(value) is Tensor or isinstance(value, Tensor):
             dtype = value.dtype
             key += (dtype, value.shape, value.stride(), value.device, value.data_ptr() & 15,
                     value.is_neg(), dtype.is_complex and value.is_conj())
         elif isinstance(value, (list, tuple)):
             return None
+        elif position in free:
+            key += (type(value),)
         else:
             key += (type(value), repr(value))
     return key
@@ -145,16 +144,15 @@ class _Program:
 
 
 def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any,
-                results: list[Any], allocations: Any = None, per_call: int = 0,
-                ) -> WarmRun | None:
+                results: list[Any], allocations: Any = None,
+                free: frozenset[int] = frozenset()) -> WarmRun | None:
     """The replay of the full run that ``trace`` recorded (``env``: its environment at the
     end, ``results``: what it returned, ``allocations``: the buffers it returned them in), or
-    None where it cannot be replayed. The last ``per_call`` inputs (scalars) are read from
-    each call's inputs, as tensors are."""
+    None where it cannot be replayed. The scalar inputs at positions in ``free`` are read
+    from each call's inputs, as tensors are."""
     if trace.refusal is not None or ctx.faults:
         return None
-    dynamic = {v.uid for v in fusion.inputs[len(fusion.inputs) - per_call:]} if per_call \
-        else set()
+    dynamic = {fusion.inputs[position].uid for position in free}
     fixed = _signature_scalars(fusion, dynamic)
     base = {uid: value for uid, value in bindings.values.items()
             if not isinstance(value, Tensor)}
@@ -168,6 +166,11 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     read_uids = {v.uid for v in read}
     names = [f"v{v.uid}" if v.uid in read_uids else "_" for v in fusion.inputs]
     program.lines.append(f"({', '.join(names)},) = flat" if names else "")
+    for position in sorted(free):  # checked and converted as binding does (an int for a Double)
+        value = fusion.inputs[position]
+        program.lines.append(f"v{value.uid} = BIND({position}, "
+                             f"{program.name('D', value)}, v{value.uid})")
+    program.names["BIND"] = bind_scalar
     if program.with_env:
         program.lines.append("env = BASE.copy()")
         program.lines.extend(f"env[{v.uid}] = v{v.uid}" for v in read)
