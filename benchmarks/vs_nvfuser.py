@@ -27,6 +27,7 @@ is missing; ``--dry-run`` only draws and prints the population, on any machine.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -340,7 +341,15 @@ def compiled_graph(eager: Callable[..., Any], inputs: list[Any],
     from torch.fx.experimental.proxy_tensor import make_fx
 
     torch._dynamo.reset()
-    compiled = torch.compile(make_fx(eager)(*inputs), backend=backend)
+    graph = make_fx(eager)(*inputs)
+    # the reference's scalars are 0-dim CPU tensors (its type promotion): on the inputs' device
+    # as the graph's constants, as a torch program would hold them
+    device = next((x.device for x in inputs if isinstance(x, torch.Tensor) and x.ndim), None)
+    for name, value in list(vars(graph).items()):
+        if (device is not None and isinstance(value, torch.Tensor) and value.ndim == 0
+                and value.device != device):
+            setattr(graph, name, value.to(device))
+    compiled = torch.compile(graph, backend=backend)
     compiled(*inputs)  # compiled here, not in the first timed call
     return compiled
 
@@ -382,23 +391,42 @@ def three_segments(fd: FusionDefinition) -> None:
     fd.add_output(fd.ops.exp(fd.ops.sub(y, total)))
 
 
-HOST_CASES = (("relu over 1,024 floats", one_op, ((1024,),)),
+def seeded_dropout(fd: FusionDefinition) -> None:
+    """Dropout seeded by scalar inputs, as Thunder writes it: a new Philox offset every call."""
+    x = fd.define_tensor(shape=[1024], contiguity=[True], dtype=DataType.Float)
+    seed = fd.define_scalar(None, dtype=DataType.Int)
+    offset = fd.define_scalar(None, dtype=DataType.Int)
+    drawn = fd.ops.uniform(fd.define_scalar(0.0), fd.define_scalar(1.0), shape=[1024],
+                           rng_seed=seed, rng_offset=offset, dtype=DataType.Float)
+    keep = fd.ops.lt(drawn, fd.define_scalar(0.9, dtype=DataType.Double))
+    fd.add_output(fd.ops.where(keep, x, fd.define_scalar(0.0, dtype=DataType.Double)))
+
+
+# (label, definition, tensor shapes, the scalar inputs of call number i)
+HOST_CASES = (("relu over 1,024 floats", one_op, ((1024,),), None),
               ("linear + sum + sub/exp over 64x64 (several segments)", three_segments,
-               ((64, 64), (64, 64))))
+               ((64, 64), (64, 64)), None),
+              ("dropout over 1,024 floats, a new Philox offset each call", seeded_dropout,
+               ((1024,),), lambda call: [2024, 4 * call]))
 
 
 def host_times(nvfuser: Any) -> dict[str, dict[str, float]]:
     """Warm host microseconds per call of each HOST_CASES fusion, per engine (rounds taking
     turns; each engine's median round)."""
     times = {}
-    for label, define_fn, shapes in HOST_CASES:
+    for label, define_fn, shapes, scalars in HOST_CASES:
         with FusionDefinition() as small:
             define_fn(small)
         tensors = [torch.randn(shape, device="cuda") for shape in shapes]
-        calls = {"fusecli": lambda s=small, t=tensors: s.execute(t)}
+        numbers = itertools.count()
+
+        def inputs(t=tensors, scalars=scalars, numbers=numbers):
+            return t if scalars is None else [*t, *scalars(next(numbers))]
+
+        calls = {"fusecli": lambda s=small, made=inputs: s.execute(made())}
         if nvfuser is not None:
-            theirs = nvfuser_definition(small, label.split()[0], tensors, nvfuser)
-            calls["nvfuser"] = lambda f=theirs, t=tensors: f.execute(t)
+            theirs = nvfuser_definition(small, label.split()[0], inputs(), nvfuser)
+            calls["nvfuser"] = lambda f=theirs, made=inputs: f.execute(made())
         rounds: dict[str, list[float]] = {engine: [] for engine in calls}
         for _ in range(5):
             for engine, call in calls.items():
