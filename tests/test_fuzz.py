@@ -101,6 +101,17 @@ def test_random_fusions_segment_into_a_dag_and_match_the_reference(start):
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.parametrize("seed", [1404, 2105, 5960])
+def test_seeds_that_failed_in_fd_execute_now_match_the_reference(seed):
+    """Found by running seeds 0-30,000 through ``fd.execute`` against the reference: 1404, a
+    var_mean of a var_mean's variance (the second's translation read the first's old output);
+    2105 and 5960, an expr reading a privatized up-cast twice (``ValueError``)."""
+    loaded = fuzz_fusion(seed).loaded
+    check_segmentation(loaded.fusion, segment_fusion(loaded.fusion, loaded.inputs))
+    outcome = run_loaded(loaded, RunOptions(executor="aten"))
+    assert outcome.status == "pass", outcome.error
+
+
 def test_the_same_seed_gives_the_same_fusion_and_inputs():
     first, again = fuzz_fusion(1234), fuzz_fusion(1234)
     assert repr(first.loaded.fd) == repr(again.loaded.fd)
