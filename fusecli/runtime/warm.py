@@ -63,10 +63,9 @@ def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any,
              free: frozenset[int] = frozenset()) -> tuple | None:
     """What a compiled run depends on: the run's settings, and per input its dtype, shape,
     strides, device, 16-byte alignment and negative and conjugate bits (a tensor), or its
-    type and value (a scalar); None where ``flat`` nests lists (flatten it first). The
-    scalars at positions in ``free`` are read anew by every call (``cache.value_free_scalars``:
-    a random op's seed and offset, say): their types only. One loop: this is most of a warm
-    call's own time."""
+    type and value (a scalar; its type alone at a position in ``free``, a scalar each call
+    reads anew: ``cache.value_free_scalars``); None where ``flat`` nests lists (flatten it
+    first). One loop: this is most of a warm call's own time."""
     key: tuple = (rules, executor, device, fault_setting())
     for position, value in enumerate(flat):
         if type(value) is Tensor or isinstance(value, Tensor):
@@ -160,17 +159,16 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     steps = [step for step in trace.steps
              if step[0] == "kernel" or not all(out.uid in fixed for out in step[1].outputs)]
     program = _Program(base, fixed)
-    program.names["ctx"] = ctx
+    program.names.update(ctx=ctx, BIND=bind_scalar)
     program.with_env = any(_reads_env(step, fixed) for step in steps)
     read = [v for v in fusion.inputs if isinstance(v, TensorView) or v.uid in dynamic]
     read_uids = {v.uid for v in read}
     names = [f"v{v.uid}" if v.uid in read_uids else "_" for v in fusion.inputs]
     program.lines.append(f"({', '.join(names)},) = flat" if names else "")
     for position in sorted(free):  # checked and converted as binding does (an int for a Double)
-        value = fusion.inputs[position]
-        program.lines.append(f"v{value.uid} = BIND({position}, "
-                             f"{program.name('D', value)}, v{value.uid})")
-    program.names["BIND"] = bind_scalar
+        value = program.name("D", fusion.inputs[position])
+        program.lines.append(f"v{fusion.inputs[position].uid} = BIND({position}, {value}, "
+                             f"v{fusion.inputs[position].uid})")
     if program.with_env:
         program.lines.append("env = BASE.copy()")
         program.lines.extend(f"env[{v.uid}] = v{v.uid}" for v in read)
