@@ -14,7 +14,9 @@ always the heuristics' own (``Scheduler.heuristics``), never an earlier table's.
 ``--dry-run``: meta tensors, every variant generated and NVRTC-compiled. ``--from F.json``
 (an earlier ``--out``): its measurements summarized again and, with ``--write-table``, written
 as the table, on any machine (the settings and device are the file's). ``--add`` keeps the
-table's classes this sweep does not measure: a sweep at other sizes adds its own.
+table's classes this sweep does not measure: a sweep at other sizes adds its own. ``--files
+PATH...`` sweeps those fusions' segments instead of the population (why one is slow; never a
+table).
 """
 
 from __future__ import annotations
@@ -305,6 +307,21 @@ def recorded(path: Path) -> tuple[dict[str, Any], str | None, list[SegmentSweep]
     return document["settings"], document["device"], list(sweeps.values()), document["problems"]
 
 
+def file_members(paths: Sequence[str]) -> list[Any]:
+    """The fusions of ``paths`` as population members: a name, the definition, and inputs
+    made on a device (the loaded ones moved there, strides kept)."""
+    from fusecli.load import discover, load_path
+
+    def maker(inputs: list[Any]) -> Callable[[str], list[Any]]:
+        return lambda device: [x.to(device) if isinstance(x, torch.Tensor) else x
+                               for x in inputs]
+
+    return [population.Member(loaded.name, "file", loaded.fd, maker(list(loaded.inputs)),
+                              str(path))
+            for path in discover([Path(p) for p in paths])
+            for loaded in load_path(path, device="cpu")]
+
+
 def checkout_commit() -> str | None:
     """The commit of this checkout, ``-dirty`` where tracked files changed; None outside git."""
     def git(*words: str) -> str:
@@ -349,6 +366,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="write the chosen table (fusecli/segment/tuning.json) and its "
                              "measurements (PATH's stem + .measurements.json); with "
                              "--schedulers, the others' classes are kept from PATH")
+    parser.add_argument("--files", nargs="+", metavar="PATH",
+                        help="sweep the segments of these fusions (repros, YAML, folders) "
+                             "instead of the population: to see why one is slow, not to "
+                             "write a table")
     parser.add_argument("--add", action="store_true",
                         help="with --write-table: keep PATH's classes this sweep does not "
                              "measure (a sweep at other sizes, --min-elements, adds its own)")
@@ -359,6 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.write_table and args.dry_run:
         parser.error("--write-table: a dry run times nothing to choose from")
+    if args.write_table and args.files:
+        parser.error("--write-table: a table comes from the population, not from chosen files")
     if args.recorded is not None:
         settings, gpu, sweeps, problems = recorded(args.recorded)
         for name, value in settings.items():  # the sweep's own, as --write-table records them
@@ -374,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     wanted = set(args.schedulers.split(",")) if args.schedulers else set(GENERATORS)
     if wanted - set(GENERATORS):
         parser.error(f"--schedulers: choose among {', '.join(GENERATORS)}")
-    members = population.draw(args.population, args.seed, args.min_elements)
+    members = (file_members(args.files) if args.files
+               else population.draw(args.population, args.seed, args.min_elements))
     gpu = None if args.dry_run else torch.cuda.get_device_name()
     sweeps, problems = [], []
     for number, member in enumerate(members, 1):

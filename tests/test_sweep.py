@@ -231,3 +231,20 @@ def test_add_keeps_the_classes_a_sweep_at_other_sizes_did_not_measure(tmp_path, 
                        "--write-table", str(again)]) == 0
     assert json.loads(again.read_text())["choices"] == document["choices"]
     capsys.readouterr()
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="needs NVRTC (CuPy's binding)")
+def test_files_sweeps_the_segments_of_chosen_fusions_but_writes_no_table(tmp_path, capsys):
+    """``--files``: a slow fusion's own segments and their variants (why it is slow); a table
+    still comes from the population only."""
+    root = Path(sweep.__file__).resolve().parent.parent / "fusions"
+    out = tmp_path / "files.json"
+    assert sweep.main(["--files", str(root / "rms_norm.py"), "--dry-run",
+                       "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["measurements"]
+    assert {row["member"] for row in rows} == {"rms_norm"}
+    assert {row["scheduler"] for row in rows} == {"inner_persistent"} and len(rows) > 10
+    with pytest.raises(SystemExit):
+        sweep.main(["--files", str(root / "rms_norm.py"), "--write-table",
+                    str(tmp_path / "t.json")])
+    capsys.readouterr()
