@@ -95,10 +95,19 @@ def check_on_emulator(fusion, inputs) -> int:
         ran += 1
         for out in segment.outputs:
             actual, expected = outputs[out.uid], reference[out.uid]
-            diff = compare_tensors(actual, expected,
-                                   tolerance=tolerance_for(expected.dtype, _reduced(segment)))
+            diff = compare_tensors(actual, expected, tolerance=tolerance_for(
+                _computed_in(segment, expected.dtype), _reduced(segment)))
             assert diff.ok, f"segment {segment.id} output {out!r}:\n{kernel.source}\n{diff}"
     return ran
+
+
+def _computed_in(segment, dtype: torch.dtype) -> torch.dtype:
+    """A double output's tolerance is float's where the segment computes in float (a float
+    chain cast to double at the end: the kernel's libm and torch's differ by float ulps there,
+    not double ones); any other output's is its own dtype's."""
+    computes_in_float = any(out.dtype is DataType.Float for e in segment.exprs
+                            for out in e.tensor_outputs())
+    return torch.float32 if dtype is torch.float64 and computes_in_float else dtype
 
 
 def _reduced(segment) -> int:
