@@ -260,14 +260,15 @@ def write_table(path: Path, args: argparse.Namespace, device: str | None,
         commit=args.commit or checkout_commit(), segments=sum(s.timed for s in sweeps),
         fusions_failed=len(problems), measurements=beside.name)
     document = tuning.table_document(measured["summary"], provenance)
-    if (args.schedulers or getattr(args, "add", False)) and path.is_file():
+    add = getattr(args, "add", False)  # absent in a Namespace made by hand
+    if (args.schedulers or add) and path.is_file():
         swept = set(args.schedulers.split(",")) if args.schedulers else set()
         classes = {(e["scheduler"], e["size_class"]) for e in measured["summary"]}
 
         def kept(entry: dict[str, Any]) -> bool:  # not this sweep's to decide
             if args.schedulers and entry["scheduler"] in swept:
                 return False
-            return not getattr(args, "add", False) or (
+            return not add or (
                 (entry["scheduler"], entry["size_class"]) not in classes)
 
         before = json.loads(path.read_text(encoding="utf-8"))

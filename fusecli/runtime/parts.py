@@ -109,11 +109,9 @@ def _cut_group(group: list[Expr], producer: dict[int, Expr],
             placed |= found
             cut.append([e for e in group if e.uid in found])
         return cut
-    after = _descendants(reductions, group)
+    before = {e.uid for e in group} - _descendants(reductions, group)
     written = [producer[uid] for uid in outputs
-               if uid in producer and producer[uid].uid not in after
-               and producer[uid].op.kind not in _REDUCING
-               and any(e.uid == producer[uid].uid for e in group)]
+               if uid in producer and producer[uid].uid in before]
     if not written:
         return None
     first = _ancestors(written, producer, set())

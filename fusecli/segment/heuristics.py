@@ -203,7 +203,7 @@ def along_inner(candidate: Candidate, shapes: Sequence[Shape], reference: Tensor
                 size > 1 and candidate.dims.class_of(tensor, p) == inner
                 for p, size in zip(own, shape)):
             found.append(tensor)
-    return found or list(tensors)
+    return found  # the reference among them
 
 
 def transpose(candidate: Candidate, sizes: Sizes) -> TransposeParams | None:
