@@ -342,9 +342,7 @@ def test_on_the_gpu_a_workspace_kernel_of_a_scalar_input_replays_once_for_all_va
     """An outer reduction split over blocks (a zeroed workspace of partials and counters) of
     a tensor times a scalar input: one compiled run serves both values of the scalar (no size
     depends on it: ``cache.value_free_scalars``), binding each call's value, and each call
-    computes its own inputs' values. (A kernel parameter read anew each call goes through the
-    launch's own call, with the environment, not ``Launch.plain``: H100, 1 run, values as
-    asserted here.)"""
+    computes its own inputs' values, through one ``Launch.plain`` call given the scalar."""
     from fusecli.runtime.cupy_executor import cupy_available
 
     if cupy_available() is not None:
@@ -361,6 +359,8 @@ def test_on_the_gpu_a_workspace_kernel_of_a_scalar_input_replays_once_for_all_va
     sources = [run.source for run in fd.fusion.memo["warm"].values() if run is not None]
     assert len(sources) == 1, sources
     assert re.search(r"= BIND\(1, ", sources[0]), sources[0]
+    # one plain call, given the scalar's local (runtime.warm_kernels), not the launch's own
+    assert re.search(r"= P\d+\(", sources[0]) and not re.search(r"\bL\d+\(", sources[0])
 
 
 @pytest.mark.parametrize("shape, strides, logical", [

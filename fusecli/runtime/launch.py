@@ -157,17 +157,21 @@ class Launch:
             executor._wait(segment, self.kernel, device)
         return outputs
 
-    def plain(self, executor: Any, numbers: dict[int, object] | None = None) -> Any:
+    def plain(self, executor: Any, numbers: dict[int, object] | None = None,
+              per_call: dict[int, tuple[int, bool]] | None = None) -> Any:
         """The launch as one function of the segment's input tensors returning its outputs (in
         ``self.outputs`` order), on an executor that neither poisons nor waits; None otherwise.
         The warm run (``runtime.warm``) calls it. Workspaces are made as ``__call__`` makes
         them (zeroed ones once, the rest per call); a scalar parameter takes its value from
         ``numbers`` (slot -> number: the caller's own, fixed for it, as a warm run's sizes and
-        constants are); a launch with any other (random ops' seeds, a host scalar's tensor)
-        has none."""
+        constants are) or, for a slot in ``per_call`` (slot -> (argument index, whether a random
+        op's seed or offset)), from the function's argument at that index, after the tensors:
+        a value of each call's own; a launch with any other (a host scalar's tensor) has
+        none."""
         if executor.poison or executor.synchronize or self.direct is not None:
             return None
-        numbers = numbers or {}
+        numbers, per_call = numbers or {}, per_call or {}
+        called: list[tuple[Any, int, Any]] = []  # (typed slot, argument index, packing)
         # written per call, as the slots are shared with __call__ and other plain functions
         pointers: list[tuple[int, int]] = []  # (slot, address): zeroed workspaces, made once
         scalars: list[tuple[Any, object]] = []  # (typed slot, packed number)
@@ -178,7 +182,10 @@ class Launch:
                     pointers.append((slot, workspace(param, self.device, typed).data_ptr()))
                 else:
                     fresh.append((slot, param))
-            elif slot in numbers and param.kind is ArgKind.SCALAR:
+            elif slot in per_call:
+                index, random = per_call[slot]
+                called.append((typed, index, philox_word if random else _PACK[param.ctype]))
+            elif slot in numbers and (param.kind is ArgKind.SCALAR or param.kind in _RNG_KINDS):
                 number = numbers[slot]
                 number = number.item() if isinstance(number, torch.Tensor) else number
                 scalars.append((typed, _PACK[param.ctype](number)))
@@ -209,6 +216,8 @@ class Launch:
                     slots[slot] = pointer
                 for typed, value in scalars:
                     typed.value = value
+                for typed, index, pack in called:
+                    typed.value = pack(tensors[index])
                 launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
             return made
 
@@ -326,6 +335,11 @@ def poison_tensor(tensor: torch.Tensor) -> None:
 _RNG_KINDS = (ArgKind.RNG_SEED, ArgKind.RNG_OFFSET)
 
 
+def philox_word(number: Any) -> int:
+    """A random op's seed or offset as the kernel's 64-bit unsigned parameter."""
+    return int(number) % 2**64
+
+
 def rng_argument(param: Any, env: MutableMapping[int, object], ctx: ExecutionContext) -> int:
     """A random expr's Philox seed or offset (``param.kind``) as the kernel's 64-bit unsigned
     parameter: the expr's ``rng_seed``/``rng_offset`` scalar where it has them, else the
@@ -338,6 +352,6 @@ def rng_argument(param: Any, env: MutableMapping[int, object], ctx: ExecutionCon
     else:
         source = value_of(given[0] if seed_kind else given[1], env)
         number = source.item() if isinstance(source, torch.Tensor) else source
-    return int(number) % 2**64
+    return philox_word(number)
 
 

@@ -35,14 +35,14 @@ from typing import Any
 
 import torch
 
-from fusecli.codegen.kernel import ArgKind
 from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
 from fusecli.runtime import aten_elementwise as aten
 from fusecli.runtime.bind import bind_scalar
-from fusecli.runtime.context import MissingValueError, value_of
+from fusecli.runtime.context import value_of
 from fusecli.runtime.faults import ENV_VAR
+from fusecli.runtime.warm_kernels import kernel_reads_env, kernel_step
 
 CAPACITY = 32  # compiled signatures kept per fusion
 Tensor = torch.Tensor
@@ -119,10 +119,11 @@ class WarmRun:
 class _Program:
     """The generated run's source lines and the objects they name."""
 
-    def __init__(self, base: dict, fixed: set[int]) -> None:
+    def __init__(self, base: dict, fixed: set[int], dynamic: set[int]) -> None:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"BASE": base}
         self.fixed = fixed
+        self.dynamic = dynamic  # scalar inputs read anew each call: locals
         self.with_env = False  # keep every value in ``env`` too, for steps that read it
 
     def name(self, prefix: str, value: Any) -> str:
@@ -158,9 +159,9 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     base.update((uid, env[uid]) for uid in fixed if uid in env)
     steps = [step for step in trace.steps
              if step[0] == "kernel" or not all(out.uid in fixed for out in step[1].outputs)]
-    program = _Program(base, fixed)
+    program = _Program(base, fixed, dynamic)
     program.names.update(ctx=ctx, BIND=bind_scalar)
-    program.with_env = any(_reads_env(step, fixed) for step in steps)
+    program.with_env = any(_reads_env(step, fixed, dynamic) for step in steps)
     read = [v for v in fusion.inputs if isinstance(v, TensorView) or v.uid in dynamic]
     read_uids = {v.uid for v in read}
     names = [f"v{v.uid}" if v.uid in read_uids else "_" for v in fusion.inputs]
@@ -175,7 +176,7 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     held = set(read_uids)  # the tensors the run holds as locals
     for step in steps:
         if step[0] == "kernel":
-            _kernel_step(program, *step[1:])
+            kernel_step(program, *step[1:])
             held.update(uid for _, uid, *_ in step[2].outputs)
         else:
             _aten_step(program, step[1], step[2], env)
@@ -185,33 +186,12 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     return WarmRun(f"def run(flat):\n    {body}\n", program.names)
 
 
-def _reads_env(step: tuple, fixed: set[int]) -> bool:
+def _reads_env(step: tuple, fixed: set[int], dynamic: set[int]) -> bool:
     """Whether a step reads values the generated run does not hold as locals: scalars
-    computed from tensor data, or a kernel parameter that is not a fixed scalar."""
+    computed from tensor data, or a kernel parameter neither fixed nor read anew."""
     if step[0] == "aten":
         return _runs_on_env(step[1], fixed)
-    for _, param, _ in step[2].others:
-        if param.kind is ArgKind.WORKSPACE:
-            continue
-        value = getattr(param, "value", None)
-        if not isinstance(value, Scalar) or not (value.uid in fixed or value.is_constant):
-            return True
-    return False
-
-
-def _fixed_numbers(program: _Program, launch: Any) -> dict[int, object]:
-    """The value of each scalar parameter of ``launch`` that the signature decides (a size,
-    a constant, a scalar input), by slot: a plain launch writes them as they are."""
-    numbers = {}
-    for slot, param, _ in launch.others:
-        value = param.value
-        if param.kind is ArgKind.SCALAR and isinstance(value, Scalar) and (
-                value.uid in program.fixed or value.is_constant):
-            try:
-                numbers[slot] = value_of(value, program.names["BASE"])
-            except MissingValueError:
-                continue
-    return numbers
+    return kernel_reads_env(step[1], step[2], fixed, dynamic)
 
 
 def _runs_on_env(expr: Expr, fixed: set[int]) -> bool:
@@ -241,29 +221,6 @@ def _fixed(value: Any, fixed: set[int], reads_sizes: bool) -> bool:
     if isinstance(value, TensorView):
         return reads_sizes
     return value.uid in fixed or (isinstance(value, Scalar) and value.is_constant)
-
-
-def _kernel_step(program: _Program, segment: Any, launch: Any, executor: Any) -> None:
-    """The planned launch, given the segment's inputs; its outputs become locals. A kernel of
-    tensors, workspaces and scalars the signature decides is one call of ``Launch.plain``;
-    others (random ops' seeds, a host scalar's tensor) go through the launch's own call."""
-    tensors = ", ".join(f"v{value.uid}" for value in segment.inputs)
-    outputs = [uid for _, uid, *_ in launch.outputs]
-    plain = launch.plain(executor, _fixed_numbers(program, launch))
-    if plain is not None:
-        program.lines.append(f"{', '.join(f'v{uid}' for uid in outputs)}, = "
-                             f"{program.name('P', plain)}({tensors})")
-        if program.with_env:
-            program.lines.extend(f"env[{uid}] = v{uid}" for uid in outputs)
-        return
-    call = (f"{program.name('L', launch)}({program.name('S', segment)}, [{tensors}], "
-            f"{'env' if program.with_env else 'BASE'}, ctx, {program.name('X', executor)})")
-    if len(outputs) == 1:
-        program.assign(outputs[0], f"{call}[{outputs[0]}]")
-        return
-    program.lines.append(f"out = {call}")
-    for uid in outputs:
-        program.assign(uid, f"out[{uid}]")
 
 
 def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:

@@ -1,0 +1,92 @@
+"""A kernel's step in the compiled warm run (``runtime.warm_kernels``) and ``Launch.plain``
+with scalars read anew each call, on the CPU: the kernel is generated for real, the driver's
+launch is a stand-in that records the parameter slots as the kernel would read them."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from fusecli.codegen import ArgKind, generate
+from fusecli.frontend import DataType, FusionDefinition
+from fusecli.runtime import launch as launch_module
+from fusecli.runtime.launch import Launch, Prepared
+from fusecli.runtime.warm_kernels import fixed_numbers, kernel_reads_env, kernel_step
+from fusecli.segment.candidate import RuntimeInfo
+from fusecli.segment.segmenter import segment_fusion
+
+
+def _dropout() -> FusionDefinition:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        seed = fd.define_scalar(None, dtype=DataType.Int)
+        offset = fd.define_scalar(None, dtype=DataType.Int)
+        scale = fd.define_scalar(None, dtype=DataType.Double)
+        drawn = fd.ops.uniform(fd.define_scalar(0.0), fd.define_scalar(1.0), shape=[8, 64],
+                               rng_seed=seed, rng_offset=offset, dtype=DataType.Float)
+        keep = fd.ops.lt(drawn, fd.define_scalar(0.9, dtype=DataType.Double))
+        fd.add_output(fd.ops.mul(fd.ops.where(keep, x, fd.define_scalar(0.0)), scale))
+    return fd
+
+
+@pytest.fixture
+def planned(monkeypatch):
+    """The dropout's kernel planned as a warm launch on a stand-in device; ``calls`` gets the
+    parameter slots of each launch, read when the driver is called."""
+    fd = _dropout()
+    x = torch.randn(8, 64)
+    inputs = [x, 7, 12, 1.5]
+    (segment,) = segment_fusion(fd.fusion, inputs).segments
+    kernel = generate(segment, RuntimeInfo(fd.fusion, inputs), [x])
+    launch = Launch.plan(segment, Prepared(kernel, types.SimpleNamespace(ptr=1)),
+                         torch.device("cuda", 0))
+    calls: list[list[int]] = []
+    driver = types.SimpleNamespace(
+        launchKernel=lambda *arguments: calls.append(list(launch.slots)))
+    monkeypatch.setattr(launch_module, "_driver", lambda: driver)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, raising=False)
+    empty = torch.empty_strided
+    monkeypatch.setattr(torch, "empty_strided",
+                        lambda size, stride, dtype, device: empty(size, stride, dtype=dtype))
+    return fd, segment, kernel, launch, calls
+
+
+def _slot(kernel, kind: ArgKind) -> int:
+    return next(n for n, arg in enumerate(kernel.args) if arg.kind is kind)
+
+
+def test_a_plain_launch_writes_each_calls_seed_offset_and_scale(planned) -> None:
+    fd, segment, kernel, launch, calls = planned
+    executor = types.SimpleNamespace(poison=False, synchronize=False)
+    seed, offset = _slot(kernel, ArgKind.RNG_SEED), _slot(kernel, ArgKind.RNG_OFFSET)
+    scale = _slot(kernel, ArgKind.SCALAR)
+    run = launch.plain(executor, {}, {seed: (1, True), offset: (2, True), scale: (3, False)})
+    assert run is not None
+    x = torch.randn(8, 64)
+    for number, (s, o, factor) in enumerate([(7, 12, 1.5), (-1, 16, 0.25)]):
+        (out,) = run(x, s, o, factor)
+        assert out.shape == (8, 64)
+        slots = calls[number]
+        assert slots[seed] == s % 2**64 and slots[offset] == o
+        assert torch.tensor([slots[scale]]).view(torch.float32)[0].item() == factor
+    assert launch.plain(executor, {}, {seed: (1, True)}) is None  # the scale has no value
+
+
+def test_the_warm_step_passes_the_scalars_read_anew_as_locals(planned) -> None:
+    """The compiled run's step for the kernel: one plain call taking the segment's tensor and
+    the three scalar inputs' locals, and no environment kept for them."""
+    fd, segment, kernel, launch, calls = planned
+    dynamic = {v.uid for v in fd.fusion.inputs[1:]}
+    program = types.SimpleNamespace(lines=[], names={"BASE": {}}, fixed=set(), dynamic=dynamic,
+                                    with_env=False, name=lambda prefix, value: f"{prefix}1")
+    assert not kernel_reads_env(segment, launch, set(), dynamic)
+    assert kernel_reads_env(segment, launch, set(), set())  # read anew, or from the environment
+    assert fixed_numbers(program, launch) == {}
+    kernel_step(program, segment, launch,
+                types.SimpleNamespace(poison=False, synchronize=False))
+    (line,) = program.lines
+    x, seed, offset, scale = (f"v{v.uid}" for v in fd.fusion.inputs)
+    called = line.split("= P1(")[1].rstrip(")").split(", ")
+    assert called[0] == x and sorted(called[1:]) == sorted([seed, offset, scale]), line
