@@ -43,14 +43,20 @@ def planned(monkeypatch):
     launch = Launch.plan(segment, Prepared(kernel, types.SimpleNamespace(ptr=1)),
                          torch.device("cuda", 0))
     calls: list[list[int]] = []
+    streams: list[int] = []  # the device index each launch asked the stream of
+
+    def stream_of(index: int) -> int:
+        streams.append(index)
+        return 0
+
     driver = types.SimpleNamespace(
         launchKernel=lambda *arguments: calls.append(list(launch.slots)))
     monkeypatch.setattr(launch_module, "_driver", lambda: driver)
-    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", stream_of, raising=False)
     empty = torch.empty_strided
     monkeypatch.setattr(torch, "empty_strided",
                         lambda size, stride, dtype, device: empty(size, stride, dtype=dtype))
-    return fd, segment, kernel, launch, calls
+    return fd, segment, kernel, launch, calls, streams
 
 
 def _slot(kernel, kind: ArgKind) -> int:
@@ -58,7 +64,7 @@ def _slot(kernel, kind: ArgKind) -> int:
 
 
 def test_a_plain_launch_writes_each_calls_seed_offset_and_scale(planned) -> None:
-    fd, segment, kernel, launch, calls = planned
+    fd, segment, kernel, launch, calls, streams = planned
     executor = types.SimpleNamespace(poison=False, synchronize=False)
     seed, offset = _slot(kernel, ArgKind.RNG_SEED), _slot(kernel, ArgKind.RNG_OFFSET)
     scale = _slot(kernel, ArgKind.SCALAR)
@@ -71,13 +77,27 @@ def test_a_plain_launch_writes_each_calls_seed_offset_and_scale(planned) -> None
         slots = calls[number]
         assert slots[seed] == s % 2**64 and slots[offset] == o
         assert torch.tensor([slots[scale]]).view(torch.float32)[0].item() == factor
+    assert streams == [launch.index] * 2  # the device's stream, not an argument's index
     assert launch.plain(executor, {}, {seed: (1, True)}) is None  # the scale has no value
+
+
+def test_a_plain_launch_of_fixed_numbers_only_writes_them_on_the_devices_stream(planned) -> None:
+    fd, segment, kernel, launch, calls, streams = planned
+    executor = types.SimpleNamespace(poison=False, synchronize=False)
+    seed, offset = _slot(kernel, ArgKind.RNG_SEED), _slot(kernel, ArgKind.RNG_OFFSET)
+    scale = _slot(kernel, ArgKind.SCALAR)
+    run = launch.plain(executor, {seed: 5, offset: 4, scale: 2.0})
+    (out,) = run(torch.randn(8, 64))
+    (slots,) = calls
+    assert slots[seed] == 5 and slots[offset] == 4
+    assert torch.tensor([slots[scale]]).view(torch.float32)[0].item() == 2.0
+    assert streams == [launch.index]
 
 
 def test_the_warm_step_passes_the_scalars_read_anew_as_locals(planned) -> None:
     """The compiled run's step for the kernel: one plain call taking the segment's tensor and
     the three scalar inputs' locals, and no environment kept for them."""
-    fd, segment, kernel, launch, calls = planned
+    fd, segment, kernel, launch, calls, streams = planned
     dynamic = {v.uid for v in fd.fusion.inputs[1:]}
     program = types.SimpleNamespace(lines=[], names={"BASE": {}}, fixed=set(), dynamic=dynamic,
                                     with_env=False, name=lambda prefix, value: f"{prefix}1")

@@ -196,6 +196,26 @@ def test_injected_faults_are_never_replayed(monkeypatch) -> None:
     assert torch.equal(fd.execute([x, w, 1e-5])[0], good)
 
 
+def test_a_compiled_run_that_raises_is_dropped_once_the_full_run_succeeds() -> None:
+    """A replay that fails where the full run does not (a defect of the replay) costs one
+    call, not every call: the signature runs in full from then on."""
+    fd = _rms_norm()
+    x, w = torch.randn(6, 40).bfloat16(), torch.randn(40).bfloat16()
+    good = fd.execute([x, w, 1e-5])
+    (key,) = _runs(fd.fusion)
+    calls = []
+
+    def broken(flat):
+        calls.append(flat)
+        raise UnboundLocalError("a defect of the replay")
+
+    _runs(fd.fusion)[key] = broken
+    for _ in range(3):
+        got = fd.execute([x, w, 1e-5])
+        assert all(torch.equal(a, b) for a, b in zip(got, good, strict=True))
+    assert len(calls) == 1 and _runs(fd.fusion)[key] is None
+
+
 def test_aliased_outputs_are_written_on_every_call() -> None:
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)

@@ -216,8 +216,8 @@ class Launch:
                     slots[slot] = pointer
                 for typed, value in scalars:
                     typed.value = value
-                for typed, index, pack in called:
-                    typed.value = pack(tensors[index])
+                for typed, position, pack in called:
+                    typed.value = pack(tensors[position])
                 launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
             return made
 

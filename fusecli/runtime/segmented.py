@@ -245,7 +245,8 @@ _UNSEEN = object()
 def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
             executor: str = "auto", device: Any = None) -> list[Any]:
     """What ``fd.execute`` does: the compiled run of the inputs' signature
-    (``runtime.warm``), or, on its first call, the full run, compiled for the next."""
+    (``runtime.warm``), or, on its first call, the full run, compiled for the next. A compiled
+    run that raises where the full run then succeeds is dropped: that signature runs in full."""
     free = value_free_scalars(fusion)  # scalars read anew each call (a Philox offset)
     flat, key = inputs, warm_key(inputs, rules, executor, device, free)
     if key is None:  # nested lists and tuples (define_vector inputs' values)
@@ -255,11 +256,12 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
     if runs is None:
         runs = fusion.memo["warm"] = OrderedDict()
     warm = runs.get(key, _UNSEEN)
+    broken = False
     if warm is not None and warm is not _UNSEEN:
         try:
             return warm(flat)
-        except Exception:  # noqa: S110 - the full run reports it, naming the segment and op
-            pass
+        except Exception:  # the full run reports it, naming the segment and op
+            broken = True
     segmented, bindings = _planned(fusion, inputs, rules)
     trace = Trace() if warm is _UNSEEN else None
     runner = SegmentRunner(segmented, inputs, executor=executor, device=device,
@@ -267,6 +269,8 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
     for segment in segmented.segments:
         runner.run(segment)
     outputs = runner.outputs()
+    if broken:  # the full run took the inputs the compiled one could not: never again
+        runs[key] = None
     if trace is not None:  # a signature whose run cannot be replayed is remembered as None
         # the fusion segmented (rewritten: welford translated, casts privatized) is the one
         # whose scalar exprs the run computed
