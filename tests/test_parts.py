@@ -118,6 +118,24 @@ def test_reductions_in_a_chain_take_a_part_each() -> None:
     assert all(o.executor == "cupy" for o in outcomes)
 
 
+def test_a_reshape_of_a_reductions_rows_is_a_view_not_a_kernel() -> None:
+    """A row sum reshaped as an output: the reshape is the last part, on ATen (expr_eval: a
+    view of what the reduction part wrote), not a pointwise kernel copying it."""
+    x, w = torch.randn(128, 256), torch.randn(8, 16)
+
+    def body(fd, x, w):
+        grid = fd.ops.reshape(fd.ops.sum(x, dims=[1]), [8, 16])
+        return grid, fd.ops.sum(fd.ops.mul(grid, w), dims=[1])
+
+    (grid, result), outcomes, _ = run_parts([x, w], body)
+    close(grid, x.double().sum(1).view(8, 16))
+    close(result, (x.double().sum(1).view(8, 16) * w.double()).sum(1))
+    parted = [o for o in outcomes if o.parts]
+    assert parted and all(o.fallback is None for o in outcomes)
+    schedulers = [(part.scheduler, ran.executor) for part, ran in parted[0].parts]
+    assert schedulers == [("reduction", "cupy"), ("expr_eval", "aten")], schedulers
+
+
 def test_a_random_op_is_never_computed_twice() -> None:
     """Values the pointwise part reads from a reduction part through a random op are written
     by that part and read, not drawn again."""

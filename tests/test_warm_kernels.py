@@ -110,3 +110,46 @@ def test_the_warm_step_passes_the_scalars_read_anew_as_locals(planned) -> None:
     x, seed, offset, scale = (f"v{v.uid}" for v in fd.fusion.inputs)
     called = line.split("= P1(")[1].rstrip(")").split(", ")
     assert called[0] == x and sorted(called[1:]) == sorted([seed, offset, scale]), line
+
+
+@pytest.mark.parametrize("long", [True, False], ids=["long kernel", "short kernel"])
+def test_a_plain_launch_returns_the_buffers_it_made_after_the_launch_before(
+        planned, monkeypatch, long) -> None:
+    """The next call's outputs are made right after a kernel is queued (``runtime.spares``),
+    and that call launches into them without allocating first; on another stream they are
+    not used (the allocator ties a buffer to its stream)."""
+    fd, segment, kernel, launch, calls, streams = planned
+    events: list[str] = []
+    made: list = []
+    empty = torch.empty_strided
+
+    def allocate(size, stride, dtype, device):
+        events.append("allocate")
+        made.append(empty(size, stride, dtype=dtype, device=device))
+        return made[-1]
+
+    monkeypatch.setattr(torch, "empty_strided", allocate)
+    moved: list[tuple[int, int]] = []
+    monkeypatch.setattr(launch_module.SPARES, "hides",
+                        lambda nbytes, buffers: moved.append((nbytes, buffers)) or long)
+    monkeypatch.setattr(launch_module, "_driver", lambda: types.SimpleNamespace(
+        launchKernel=lambda *arguments: events.append("launch")))
+    stream = [0]
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: stream[0],
+                        raising=False)
+    executor = types.SimpleNamespace(poison=False, synchronize=False)
+    seed, offset = _slot(kernel, ArgKind.RNG_SEED), _slot(kernel, ArgKind.RNG_OFFSET)
+    scale = _slot(kernel, ArgKind.SCALAR)
+    run = launch.plain(executor, {seed: 5, offset: 4, scale: 2.0})
+    x = torch.randn(8, 64)
+    (first,) = run(x)
+    (second,) = run(x)
+    assert moved == [(2 * x.numel() * 4, 1)]  # asked once: the input and the output's bytes
+    if not long:  # a kernel too short to hide them: each call makes its own, before launching
+        assert events == ["allocate", "launch"] * 2 and [first, second] == made
+        return
+    assert events == ["allocate", "launch", "allocate", "launch", "allocate"]
+    assert first is made[0] and second is made[1] and second is not first
+    stream[0] = 7
+    (third,) = run(x)
+    assert third is made[3] and events[-3:] == ["allocate", "launch", "allocate"]

@@ -383,6 +383,35 @@ def test_on_the_gpu_a_workspace_kernel_of_a_scalar_input_replays_once_for_all_va
     assert re.search(r"= P\d+\(", sources[0]) and not re.search(r"\bL\d+\(", sources[0])
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_on_the_gpu_numbers_of_scalars_read_anew_pass_to_plain_launches() -> None:
+    """A scale that is the product of two scalar inputs, and a fill of that plus one: each
+    call's numbers, computed by the replay and given to the kernels' plain launches (no launch
+    through its own call on the environment)."""
+    from fusecli.runtime.cupy_executor import cupy_available
+
+    if cupy_available() is not None:
+        pytest.skip(cupy_available())
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        a, b = fd.define_scalar(dtype=DataType.Double), fd.define_scalar(dtype=DataType.Double)
+        scale = fd.ops.mul(a, b)
+        fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.cast(x, DataType.Float), scale),
+                                  DataType.BFloat16))
+        fd.add_output(fd.ops.full(shape=[4096], fill_value=fd.ops.add(scale, 1.0),
+                                  dtype=DataType.Float))
+    x = torch.randn(256, 4096, device="cuda").bfloat16()
+    for first, second in [(0.5, 3.0), (0.5, 3.0), (-2.0, 0.25), (4.0, 4.0)]:
+        scaled, filled = execute(fd.fusion, [x, first, second], executor="cupy")
+        want = (x.float() * (first * second)).bfloat16()
+        assert torch.equal(scaled, want) or torch.allclose(scaled.float(), want.float(),
+                                                           rtol=1e-2, atol=1e-2)
+        assert torch.equal(filled, torch.full((4096,), first * second + 1.0, device="cuda"))
+    (source,) = [run.source for run in fd.fusion.memo["warm"].values() if run is not None]
+    assert len(re.findall(r"= P\d+\(", source)) == 2 and not re.search(r"\bL\d+\(", source), source
+
+
 @pytest.mark.parametrize("shape, strides, logical", [
     ((8192, 1), (), (8192, 4096)), ((4, 1, 3), (), (4, 5, 3)), ((3, 0), (), ()),
     ((2, 3), (1, 2), ()), ((2, 1), (1, 2), (2, 7)), ((1, 1), (), (1, 1)), ((), (), ()),

@@ -94,7 +94,8 @@ def _run_parts(executor: Executor, parts: tuple[Segment, ...], env: Env, ctx: Ex
     ran = tuple((part, run_segment(executor, part, env, ctx, fallback=fallback, strict=strict))
                 for part in parts)
     reasons = [f"part {index} ({part.scheduler}): {outcome.fallback}"
-               for index, (part, outcome) in enumerate(ran) if outcome.fallback is not None]
+               for index, (part, outcome) in enumerate(ran)
+               if outcome.fallback is not None and part.scheduler not in ATEN_SCHEDULERS]
     if reasons:
         return SegmentOutcome(fallback.name, reasons[0], parts=ran)
     return SegmentOutcome(executor.name, None, parts=ran)

@@ -23,6 +23,7 @@ from fusecli.errors import PipelineError
 from fusecli.ir import dtype as dt
 from fusecli.ir.attrs import random_seed
 from fusecli.runtime.context import ExecutionContext, value_of
+from fusecli.runtime.spares import SPARES, Spare
 
 if TYPE_CHECKING:
     from fusecli.segment.result import Segment
@@ -199,27 +200,43 @@ class Launch:
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
         launch_kernel, stream_of, empty_strided = (
             _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty_strided)
+        buffers = tuple((slot, shape, strides, dtype) for slot, shape, strides, dtype in outputs)
+        buffers += tuple((slot, (max(1, param.nbytes),), (1,), torch.uint8)
+                         for slot, param in fresh)
+        nbytes = sum(_nbytes(shape, strides, dtype) for _, shape, strides, dtype in buffers)
+        # whether to make buffers ahead: decided on the first call, from the bytes it moves
+        ahead: list[bool | None] = [None if SPARES.takes(nbytes) else False]
+        spare = Spare()  # (stream, buffers) made after the last launch, for the next
+        count, hold = len(outputs), SPARES.hold
 
         def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
-            made = []
+            if ahead[0] is None:
+                ahead[0] = SPARES.hides(nbytes + sum(
+                    _nbytes(t.shape, t.stride(), t.dtype) for t in tensors
+                    if isinstance(t, torch.Tensor)), len(buffers))
             with lock:
+                stream, kept = stream_of(index), spare.entry
+                spare.entry = None
+                made = kept[1] if kept is not None and kept[0] == stream else [
+                    empty_strided(shape, strides, dtype=dtype, device=device)
+                    for _, shape, strides, dtype in buffers]  # one call each: no expand after
+                for (slot, *_), memory in zip(buffers, made):
+                    slots[slot] = memory.data_ptr()
                 for slot, position in inputs:
                     slots[slot] = tensors[position].data_ptr()
-                for slot, shape, strides, dtype in outputs:  # one call each: no expand after
-                    tensor = empty_strided(shape, strides, dtype=dtype, device=device)
-                    slots[slot] = tensor.data_ptr()
-                    made.append(tensor)
-                held = [workspace(param, device) for _, param in fresh]  # alive until queued
-                for (slot, _), memory in zip(fresh, held):
-                    slots[slot] = memory.data_ptr()
                 for slot, pointer in pointers:
                     slots[slot] = pointer
                 for typed, value in scalars:
                     typed.value = value
                 for typed, position, pack in called:
                     typed.value = pack(tensors[position])
-                launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream_of(index), params, 0)
-            return made
+                launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream, params, 0)
+                if ahead[0]:  # while the device runs this launch, the next one's buffers
+                    spare.entry = (stream, [empty_strided(shape, strides, dtype=dtype,
+                                                          device=device)
+                                            for _, shape, strides, dtype in buffers])
+                    hold(spare, nbytes)
+            return made[:count]  # workspaces made per call are dropped once queued
 
         return launch
 
@@ -307,6 +324,14 @@ def empty_output(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.
     if strides:
         return torch.empty_strided(shape, strides, dtype=dtype, device=device)
     return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _nbytes(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.dtype) -> int:
+    """The bytes of ``torch.empty_strided(shape, strides, dtype=dtype)``."""
+    if any(size == 0 for size in shape):
+        return 0
+    span = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides))
+    return span * dtype.itemsize
 
 
 def _allocated(shape: tuple[int, ...], strides: tuple[int, ...], logical: tuple[int, ...],

@@ -12,7 +12,9 @@ memory:
   elementwise ops that feed them, and the row-sized epilogue computed from their results
   (``rsqrt(var + eps)``): the ``reduction`` scheduler's kernels;
 - one last part with everything else, pointwise (``resize`` where it slices, pads or
-  concatenates): the normalization's elementwise pass, outputs off the reduction's loop.
+  concatenates): the normalization's elementwise pass, outputs off the reduction's loop;
+  ``expr_eval`` (ATen: a view, no kernel) where it only reshapes, squeezes or broadcasts what
+  the reduction parts wrote.
 
 Elementwise values the last part reads from a reduction part (``x.float()`` feeding both the
 variance and ``x - mean``) are computed again from the segment's inputs rather than written
@@ -33,6 +35,8 @@ _REDUCING = frozenset({OpKind.REDUCTION, OpKind.NORMALIZATION})
 _EPILOGUE = ELEMENTWISE_KINDS | {OpKind.CAST}
 # ops a part may compute again rather than read from another part (no RNG, no data movement)
 _RECOMPUTABLE = _EPILOGUE | {OpKind.BROADCAST, OpKind.EXPAND}
+# a last part of only these runs on ATen: views of what the parts before wrote, no kernel
+_VIEWS = frozenset({OpKind.RESHAPE, OpKind.SQUEEZE, OpKind.BROADCAST})
 
 
 def kernel_parts(segment: Segment) -> tuple[Segment, ...] | None:
@@ -90,6 +94,8 @@ def _parts(segment: Segment) -> tuple[Segment, ...] | None:
 def _scheduler(exprs: list[Expr]) -> str:
     if any(e.op.kind in _REDUCING for e in exprs):
         return "reduction"
+    if all(e.op.kind in _VIEWS for e in exprs):  # a reshape of a reduction's rows: a view
+        return "expr_eval"
     return "resize" if any(e.op.kind is OpKind.RESIZE for e in exprs) else "pointwise"
 
 

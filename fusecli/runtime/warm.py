@@ -39,8 +39,9 @@ from fusecli.ir import dtype as dt
 from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
 from fusecli.runtime import aten_elementwise as aten
+from fusecli.runtime import warm_numbers
 from fusecli.runtime.bind import bind_scalar
-from fusecli.runtime.context import value_of
+from fusecli.runtime.context import python_scalar, value_of
 from fusecli.runtime.faults import ENV_VAR
 from fusecli.runtime.warm_kernels import kernel_reads_env, kernel_step
 
@@ -123,7 +124,8 @@ class _Program:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"BASE": base}
         self.fixed = fixed
-        self.dynamic = dynamic  # scalar inputs read anew each call: locals
+        self.dynamic = set(dynamic)  # scalar inputs read anew each call, and numbers of theirs
+        self.numbers: set[int] = set()  # scalars computed from those: ``_numbers``
         self.with_env = False  # keep every value in ``env`` too, for steps that read it
 
     def name(self, prefix: str, value: Any) -> str:
@@ -159,9 +161,12 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     base.update((uid, env[uid]) for uid in fixed if uid in env)
     steps = [step for step in trace.steps
              if step[0] == "kernel" or not all(out.uid in fixed for out in step[1].outputs)]
+    numbers = warm_numbers.numbers(steps, fixed, dynamic)
     program = _Program(base, fixed, dynamic)
-    program.names.update(ctx=ctx, BIND=bind_scalar)
-    program.with_env = any(_reads_env(step, fixed, dynamic) for step in steps)
+    program.numbers = numbers
+    program.names.update(ctx=ctx, BIND=bind_scalar, PY=python_scalar,
+                         FLOAT32=warm_numbers.to_float32)
+    program.with_env = any(_reads_env(step, fixed, dynamic | numbers, numbers) for step in steps)
     read = [v for v in fusion.inputs if isinstance(v, TensorView) or v.uid in dynamic]
     read_uids = {v.uid for v in read}
     names = [f"v{v.uid}" if v.uid in read_uids else "_" for v in fusion.inputs]
@@ -186,11 +191,11 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     return WarmRun(f"def run(flat):\n    {body}\n", program.names)
 
 
-def _reads_env(step: tuple, fixed: set[int], dynamic: set[int]) -> bool:
+def _reads_env(step: tuple, fixed: set[int], dynamic: set[int], numbers: set[int]) -> bool:
     """Whether a step reads values the generated run does not hold as locals: scalars
     computed from tensor data, or a kernel parameter neither fixed nor read anew."""
     if step[0] == "aten":
-        return _runs_on_env(step[1], fixed)
+        return step[1].outputs[0].uid not in numbers and _runs_on_env(step[1], fixed)
     return kernel_reads_env(step[1], step[2], fixed, dynamic)
 
 
@@ -228,6 +233,20 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
     had them; an elementwise op as its torch function itself, its scalar operands already the
     0-dim tensors the entry would make of them. An expr with scalar outputs runs as ATen runs
     it, on the environment."""
+    if expr.outputs[0].uid in program.numbers:  # a number of each call's scalars: a local
+        (out,) = expr.outputs
+        operands = [f"v{v.uid}" if v.uid in program.dynamic
+                    else program.name("K", value_of(v, program.names["BASE"]))
+                    for v in expr.inputs]
+        python = warm_numbers.arithmetic(expr, operands)
+        program.lines.append(f"v{out.uid} = {python}" if python is not None else (
+            f"v{out.uid} = PY({program.name('A', executor.ops[expr.op])}("
+            f"{program.name('E', expr)}, [{', '.join(operands)}], ctx)[0], "
+            f"{program.name('T', out.dtype)})"))
+        if program.with_env:
+            program.lines.append(f"env[{out.uid}] = v{out.uid}")
+        program.dynamic.add(out.uid)  # a kernel's parameter reads it as a scalar read anew
+        return
     if _runs_on_env(expr, program.fixed):
         program.lines.append(
             f"{program.name('X', executor)}.run_expr({program.name('E', expr)}, env, ctx)")
