@@ -33,7 +33,7 @@ def _arithmetic() -> FusionDefinition:
 VALUES = [0.5, -0.0, 3.0, 1e300, float("inf"), float("nan"), 1.0000001, 16777217.0]
 
 
-@pytest.mark.parametrize("i", [3, -7, 2**31 + 5])
+@pytest.mark.parametrize("i", [3, -7, 2**31 + 5, 2**40 + 3, -(2**62)])
 def test_numbers_of_each_calls_scalars_are_what_the_full_run_computes(i: int) -> None:
     fd = _arithmetic()
     x = torch.tensor([1.0, -2.0, 0.0])

@@ -165,7 +165,8 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     program = _Program(base, fixed, dynamic)
     program.numbers = numbers
     program.names.update(ctx=ctx, BIND=bind_scalar, PY=python_scalar,
-                         FLOAT32=warm_numbers.to_float32)
+                         FLOAT32=warm_numbers.to_float32,
+                         INT64=warm_numbers.to_int64)
     program.with_env = any(_reads_env(step, fixed, dynamic | numbers, numbers) for step in steps)
     read = [v for v in fusion.inputs if isinstance(v, TensorView) or v.uid in dynamic]
     read_uids = {v.uid for v in read}

@@ -3,10 +3,10 @@ scalar inputs read anew each call (``cache.value_free_scalars``: a scale given a
 an epsilon plus one), over those the signature decides and constants.
 
 Each is a local of the run, which a kernel's plain launch takes as a scalar read anew
-(``runtime.warm_kernels``). Arithmetic of doubles (and of 64-bit ints where it cannot overflow
-in practice: sizes, offsets) is written as Python's own, which computes what torch's float64
-and int64 ops give, and a cast to float as numpy's rounding; any other op goes through its ATen
-entry, as the full run computes it (0-dim tensors: several us a scalar on the GPU machine).
+(``runtime.warm_kernels``). Arithmetic of doubles and 64-bit ints is written as Python's own,
+which computes what torch's float64 and int64 ops give (ints wrapped to int64), and a cast to
+float as numpy's rounding; any other op goes through its ATen entry, as the full run computes
+it (0-dim tensors: several us a scalar on the GPU machine).
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ def arithmetic(expr: Expr, operands: list[str]) -> str | None:
     """``expr`` over ``operands`` (Python expressions) as Python arithmetic computing what its
     ATen entry does, or None where Python's own would not."""
     out, kinds = expr.outputs[0].dtype, [v.dtype for v in expr.inputs]
+    wrap = "INT64" if out is DataType.Int else ""  # int64's wraparound, as torch's
     if expr.op in _BINARY and len(operands) == 2 and kinds == [out, out] and out in _EXACT:
-        return f"({operands[0]} {_BINARY[expr.op]} {operands[1]})"
+        return f"{wrap}({operands[0]} {_BINARY[expr.op]} {operands[1]})"
     if expr.op is OpType.neg and kinds == [out] and out in _EXACT:
-        return f"(-{operands[0]})"
+        return f"{wrap}(-{operands[0]})"
     if expr.op is OpType.cast and len(operands) == 1:
         given = kinds[0]
         if out is DataType.Double and given in (DataType.Double, DataType.Float, DataType.Int):
@@ -54,6 +55,11 @@ def arithmetic(expr: Expr, operands: list[str]) -> str | None:
         if out is DataType.Float and given in (DataType.Double, DataType.Float, DataType.Int):
             return f"FLOAT32({operands[0]})"
     return None
+
+
+def to_int64(value: int) -> int:
+    """An int wrapped to int64's range, as torch's int64 arithmetic wraps."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 _OVERFLOWS = 3.4028235677973366e38  # float32's largest finite value plus half its last step
