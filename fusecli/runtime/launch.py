@@ -168,7 +168,8 @@ class Launch:
         constants are) or, for a slot in ``per_call`` (slot -> (argument index, whether a random
         op's seed or offset)), from the function's argument at that index, after the tensors:
         a value of each call's own; a launch with any other (a host scalar's tensor) has
-        none."""
+        none. Where the kernel moves enough bytes to hide it (``runtime.spares``), each call
+        makes the next one's outputs and workspaces right after queuing the kernel."""
         if executor.poison or executor.synchronize or self.direct is not None:
             return None
         numbers, per_call = numbers or {}, per_call or {}
@@ -200,9 +201,8 @@ class Launch:
         (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
         launch_kernel, stream_of, empty_strided = (
             _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty_strided)
-        buffers = tuple((slot, shape, strides, dtype) for slot, shape, strides, dtype in outputs)
-        buffers += tuple((slot, (max(1, param.nbytes),), (1,), torch.uint8)
-                         for slot, param in fresh)
+        buffers = outputs + tuple((slot, (max(1, param.nbytes),), (1,), torch.uint8)
+                                  for slot, param in fresh)  # made each call, outputs first
         nbytes = sum(_nbytes(shape, strides, dtype) for _, shape, strides, dtype in buffers)
         # whether to make buffers ahead: decided on the first call, from the bytes it moves
         ahead: list[bool | None] = [None if SPARES.takes(nbytes) else False]

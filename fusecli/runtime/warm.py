@@ -125,7 +125,7 @@ class _Program:
         self.names: dict[str, Any] = {"BASE": base}
         self.fixed = fixed
         self.dynamic = set(dynamic)  # scalar inputs read anew each call, and numbers of theirs
-        self.numbers: set[int] = set()  # scalars computed from those: ``_numbers``
+        self.numbers: set[int] = set()  # scalars computed from those: ``warm_numbers.numbers``
         self.with_env = False  # keep every value in ``env`` too, for steps that read it
 
     def name(self, prefix: str, value: Any) -> str:
