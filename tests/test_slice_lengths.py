@@ -25,3 +25,4 @@ def test_bound_lengths_are_torchs(start, end):
     bound = [evaluate_extent(d.logical_extent, extents) for d in sliced.logical]
     assert bound == list(x[:, start:end].shape)
     assert list(run_reference(fusion, [x]).outputs[0].shape) == bound
+

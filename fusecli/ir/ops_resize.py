@@ -32,6 +32,7 @@ from fusecli.ir.nodes import (
     extent_op,
     extent_sum,
 )
+from fusecli.ir.ops_shape import set_op
 from fusecli.ir.optype import OpType
 
 
@@ -88,7 +89,7 @@ def slice_(
         lo, hi = _slice_bounds(start, end, extent, manual_normalization)
         bounds.append((lo, hi))
         if isinstance(lo, int) and isinstance(hi, int) and isinstance(extent, int):
-            if lo == 0 and hi == extent:
+            if lo == 0 and hi == extent:  # this dim needs no slicing
                 domain.append(copy_domain([source])[0])
                 continue
             length = max(hi - lo, 0)
@@ -103,6 +104,9 @@ def slice_(
             IterDomain(IterType.BROADCAST, 1, rfactor=True) if static_one
             else IterDomain.iteration(length, rfactor=True)
         )
+    if all(isinstance(lo, int) and isinstance(hi, int) and lo == 0 and hi == d.logical_extent
+           for (lo, hi), d in zip(bounds, arg.logical)):  # no dim sliced: a copy, as nvFuser's
+        return set_op(b, OpType.set, arg)
     out = TensorView(dtype=arg.dtype, domain=tuple(domain))
     b.emit(
         OpType.slice,
@@ -198,6 +202,8 @@ def pad(
         axis = rank - 1 - pair
         left, right = (_as_extent(_scalar_int(w)) for w in widths[2 * pair : 2 * pair + 2])
         per_dim[axis] = (left, right)
+    if all(left == 0 and right == 0 for left, right in per_dim):  # nvFuser's: then a set
+        return set_op(b, OpType.set, arg)
     domain = []
     for source, (left, right) in zip(arg.logical, per_dim):
         if left == 0 and right == 0:
@@ -266,6 +272,8 @@ def cat(
                 f"expected: {rank}",
             )
     dim = normalize_dim("cat", dim, rank)
+    if len(tensors) == 1:  # nvFuser's cat of one input is a set of it
+        return set_op(b, OpType.set, tensors[0])
     if manual_padding:
         return cat(b, _before_padding(b, tensors, dim), dim)
     dtype = tensors[0].dtype
