@@ -135,10 +135,8 @@ def main() -> int:
         print("host_profile: needs a CUDA GPU", file=sys.stderr)
         return 4
     nvfuser, why = nvfuser_module()
-    wanted = set(args.members.split(","))
-    for member in population.draw(args.population, args.seed):
-        if set(member.name.split(" ", 1)) & wanted:
-            report(member, nvfuser, why)
+    for member in population.named(args.members, args.population, args.seed):
+        report(member, nvfuser, why)
     return 0
 
 

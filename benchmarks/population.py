@@ -56,6 +56,13 @@ def draw(count: int, seed: int, min_elements: int = MIN_ELEMENTS) -> list[Member
     return members
 
 
+def named(words: str, count: int, seed: int) -> list[Member]:
+    """The members of ``draw(count, seed)`` whose number or name is one of the comma-separated
+    ``words`` (``rms_norm,004``): what a script measuring chosen members takes."""
+    wanted = set(words.split(","))
+    return [member for member in draw(count, seed) if set(member.name.split(" ", 1)) & wanted]
+
+
 # -- the generator, at memory-bound sizes ---------------------------------------------------------
 
 
