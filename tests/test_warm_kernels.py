@@ -153,3 +153,17 @@ def test_a_plain_launch_returns_the_buffers_it_made_after_the_launch_before(
     stream[0] = 7
     (third,) = run(x)
     assert third is made[3] and events[-3:] == ["allocate", "launch", "allocate"]
+
+
+def test_a_scalar_read_anew_whose_uid_is_0_is_a_local_too() -> None:
+    """uid 0 is the first value a process makes (a definition that starts with a scalar input):
+    read anew each call, it is still a plain launch's argument, not a reason to keep the
+    environment."""
+    from fusecli.ir.dtype import DataType as IrDataType
+    from fusecli.ir.nodes import Scalar
+
+    param = types.SimpleNamespace(kind=ArgKind.SCALAR, value=Scalar(IrDataType.Double, uid=0))
+    launch = types.SimpleNamespace(others=[(0, param, None)])
+    segment = types.SimpleNamespace(candidate=types.SimpleNamespace(definition=lambda v: None))
+    assert not kernel_reads_env(segment, launch, set(), {0})
+    assert kernel_reads_env(segment, launch, set(), set())

@@ -83,7 +83,8 @@ def per_call_source(param: Any, dynamic: set[int], segment: Any) -> int | None:
 def kernel_reads_env(segment: Any, launch: Any, fixed: set[int], dynamic: set[int]) -> bool:
     """Whether the launch's parameters read values the run does not hold as locals."""
     for _, param, _ in launch.others:
-        if param.kind is ArgKind.WORKSPACE or per_call_source(param, dynamic, segment):
+        if (param.kind is ArgKind.WORKSPACE
+                or per_call_source(param, dynamic, segment) is not None):  # uid 0 is one too
             continue
         value = source(param)
         if not isinstance(value, Scalar) or not (value.uid in fixed or value.is_constant):
