@@ -84,6 +84,7 @@ def slice_(
             )
     domain = []
     bounds = []
+    sliced = False  # whether any dim needs slicing: none makes the slice nvFuser's set
     for source, start, end in zip(arg.logical, starts, ends):
         extent = source.logical_extent
         lo, hi = _slice_bounds(start, end, extent, manual_normalization)
@@ -100,12 +101,12 @@ def slice_(
         # nvFuser's IterDomain::resize: a size known to be 1 from known bounds makes a broadcast
         # dimension (a sum over it is then a squeeze)
         static_one = length == 1 and (isinstance(extent, int) or source.is_broadcast)
+        sliced = True
         domain.append(
             IterDomain(IterType.BROADCAST, 1, rfactor=True) if static_one
             else IterDomain.iteration(length, rfactor=True)
         )
-    if all(isinstance(lo, int) and isinstance(hi, int) and lo == 0 and hi == d.logical_extent
-           for (lo, hi), d in zip(bounds, arg.logical)):  # no dim sliced: a copy, as nvFuser's
+    if not sliced:  # a copy, as nvFuser's slice returns set(inp)
         return set_op(b, OpType.set, arg)
     out = TensorView(dtype=arg.dtype, domain=tuple(domain))
     b.emit(

@@ -205,13 +205,14 @@ class Launch:
                                   for slot, param in fresh)  # made each call, outputs first
         nbytes = sum(_nbytes(shape, strides, dtype) for _, shape, strides, dtype in buffers)
         # whether to make buffers ahead: decided on the first call, from the bytes it moves
-        ahead: list[bool | None] = [None if SPARES.takes(nbytes) else False]
+        ahead: bool | None = None if SPARES.takes(nbytes) else False
         spare = Spare()  # (stream, buffers) made after the last launch, for the next
         count, hold = len(outputs), SPARES.hold
 
         def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
-            if ahead[0] is None:
-                ahead[0] = SPARES.hides(nbytes + sum(
+            nonlocal ahead
+            if ahead is None:
+                ahead = SPARES.hides(nbytes + sum(
                     _nbytes(t.shape, t.stride(), t.dtype) for t in tensors
                     if isinstance(t, torch.Tensor)), len(buffers))
             with lock:
@@ -231,7 +232,7 @@ class Launch:
                 for typed, position, pack in called:
                     typed.value = pack(tensors[position])
                 launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream, params, 0)
-                if ahead[0]:  # while the device runs this launch, the next one's buffers
+                if ahead:  # while the device runs this launch, the next one's buffers
                     spare.entry = (stream, [empty_strided(shape, strides, dtype=dtype,
                                                           device=device)
                                             for _, shape, strides, dtype in buffers])

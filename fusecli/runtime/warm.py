@@ -120,12 +120,13 @@ class WarmRun:
 class _Program:
     """The generated run's source lines and the objects they name."""
 
-    def __init__(self, base: dict, fixed: set[int], dynamic: set[int]) -> None:
+    def __init__(self, base: dict, fixed: set[int], dynamic: set[int],
+                 numbers: set[int]) -> None:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"BASE": base}
         self.fixed = fixed
         self.dynamic = set(dynamic)  # scalar inputs read anew each call, and numbers of theirs
-        self.numbers: set[int] = set()  # scalars computed from those: ``warm_numbers.numbers``
+        self.numbers = numbers  # scalars computed from those: ``warm_numbers.numbers``
         self.with_env = False  # keep every value in ``env`` too, for steps that read it
 
     def name(self, prefix: str, value: Any) -> str:
@@ -162,8 +163,7 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     steps = [step for step in trace.steps
              if step[0] == "kernel" or not all(out.uid in fixed for out in step[1].outputs)]
     numbers = warm_numbers.numbers(steps, fixed, dynamic)
-    program = _Program(base, fixed, dynamic)
-    program.numbers = numbers
+    program = _Program(base, fixed, dynamic, numbers)
     program.names.update(ctx=ctx, BIND=bind_scalar, PY=python_scalar,
                          FLOAT32=warm_numbers.to_float32,
                          INT64=warm_numbers.to_int64)
