@@ -112,12 +112,10 @@ def test_the_warm_step_passes_the_scalars_read_anew_as_locals(planned) -> None:
     assert called[0] == x and sorted(called[1:]) == sorted([seed, offset, scale]), line
 
 
-@pytest.mark.parametrize("long", [True, False], ids=["long kernel", "short kernel"])
-def test_a_plain_launch_returns_the_buffers_it_made_after_the_launch_before(
-        planned, monkeypatch, long) -> None:
-    """The next call's outputs are made right after a kernel is queued (``runtime.spares``),
-    and that call launches into them without allocating first; on another stream they are
-    not used (the allocator ties a buffer to its stream)."""
+def test_a_plain_launch_launches_into_the_buffers_its_ahead_made(planned, monkeypatch) -> None:
+    """``ahead()`` makes the next call's outputs (``runtime.spares``), and that call launches
+    into them without allocating first; a call without them allocates before launching, and
+    on another stream they are not used (the allocator ties a buffer to its stream)."""
     fd, segment, kernel, launch, calls, streams = planned
     events: list[str] = []
     made: list = []
@@ -129,9 +127,6 @@ def test_a_plain_launch_returns_the_buffers_it_made_after_the_launch_before(
         return made[-1]
 
     monkeypatch.setattr(torch, "empty_strided", allocate)
-    moved: list[tuple[int, int]] = []
-    monkeypatch.setattr(launch_module.SPARES, "hides",
-                        lambda nbytes, buffers: moved.append((nbytes, buffers)) or long)
     monkeypatch.setattr(launch_module, "_driver", lambda: types.SimpleNamespace(
         launchKernel=lambda *arguments: events.append("launch")))
     stream = [0]
@@ -143,16 +138,44 @@ def test_a_plain_launch_returns_the_buffers_it_made_after_the_launch_before(
     run = launch.plain(executor, {seed: 5, offset: 4, scale: 2.0})
     x = torch.randn(8, 64)
     (first,) = run(x)
+    assert events == ["allocate", "launch"] and first is made[0]
+    assert (run.nbytes, run.buffers) == (x.numel() * 4, 1)
+    run.ahead()
     (second,) = run(x)
-    assert moved == [(2 * x.numel() * 4, 1)]  # asked once: the input and the output's bytes
-    if not long:  # a kernel too short to hide them: each call makes its own, before launching
-        assert events == ["allocate", "launch"] * 2 and [first, second] == made
-        return
-    assert events == ["allocate", "launch", "allocate", "launch", "allocate"]
-    assert first is made[0] and second is made[1] and second is not first
+    assert events[2:] == ["allocate", "launch"] and second is made[1]
+    (third,) = run(x)  # taken once: a call after it allocates again
+    assert events[4:] == ["allocate", "launch"] and third is made[2]
+    run.ahead()
     stream[0] = 7
-    (third,) = run(x)
-    assert third is made[3] and events[-3:] == ["allocate", "launch", "allocate"]
+    (fourth,) = run(x)
+    assert fourth is made[4] and events[6:] == ["allocate", "allocate", "launch"]
+
+
+@pytest.mark.parametrize("ends", ["kernel", "aten"])
+@pytest.mark.parametrize("moved", [8 << 20, 512 << 20], ids=["short", "long"])
+def test_a_run_makes_buffers_ahead_after_its_last_launch_where_it_hides_them(ends, moved):
+    """``allocate_ahead``: each plain launch's ``ahead()`` after the run's last step where
+    that step is a plain launch moving enough bytes to hide all their buffers; none where the
+    run ends with other work (it would wait on them) or the kernel is short."""
+    from fusecli.runtime.warm import _Program
+    from fusecli.runtime.warm_kernels import allocate_ahead
+
+    def plain(buffers):
+        function = types.SimpleNamespace(nbytes=16 << 20, buffers=buffers)
+        function.ahead = lambda: None
+        return function
+
+    x = torch.empty(moved // 4, dtype=torch.float32)
+    segment = types.SimpleNamespace(inputs=[types.SimpleNamespace(uid=3)])
+    program = _Program({}, set(), set(), set())
+    plains = [plain(1), plain(2)]
+    last = (plains[-1], segment) if ends == "kernel" else None
+    allocate_ahead(program, plains, last, {3: x})
+    expected = ends == "kernel" and (16 << 20) + moved >= (24 << 20) * 3
+    assert program.lines == ([f"{name}()" for name, value in program.names.items()
+                              if value in (plains[0].ahead, plains[1].ahead)]
+                             if expected else [])
+    assert len(program.lines) == (2 if expected else 0)
 
 
 def test_a_scalar_read_anew_whose_uid_is_0_is_a_local_too() -> None:

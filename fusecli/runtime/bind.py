@@ -206,12 +206,10 @@ def _common_device(fusion: Fusion, bindings: Bindings) -> Any:
 
 def bind_scalar(index: int, definition: Scalar, value: Any) -> bool | int | float | complex:
     """A Python number of the scalar's dtype; 0-dim tensors and numpy numbers are unwrapped."""
-    where = f"input {index}"
     raw = value
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
         value = value.item()
     dtype = definition.dtype
-    expected = describe_input(definition)
     if isinstance(value, bool):
         if dt.is_boolean(dtype) or dt.is_integral(dtype):
             return int(value) if dt.is_integral(dtype) else value
@@ -233,7 +231,8 @@ def bind_scalar(index: int, definition: Scalar, value: Any) -> bool | int | floa
             return complex(value)
     elif isinstance(value, complex) and dt.is_complex(dtype):
         return value
-    raise InputError(f"{where}: expected {_a(expected)}, got {_describe_value(raw)}")
+    raise InputError(f"input {index}: expected {_a(describe_input(definition))}, "
+                     f"got {_describe_value(raw)}")
 
 
 def _a(noun: str) -> str:

@@ -22,8 +22,8 @@ from fusecli.codegen import ArgKind, Kernel, KernelArg
 from fusecli.errors import PipelineError
 from fusecli.ir import dtype as dt
 from fusecli.ir.attrs import random_seed
+from fusecli.runtime import plain_launch
 from fusecli.runtime.context import ExecutionContext, value_of
-from fusecli.runtime.spares import SPARES, Spare
 
 if TYPE_CHECKING:
     from fusecli.segment.result import Segment
@@ -168,78 +168,31 @@ class Launch:
         constants are) or, for a slot in ``per_call`` (slot -> (argument index, whether a random
         op's seed or offset)), from the function's argument at that index, after the tensors:
         a value of each call's own; a launch with any other (a host scalar's tensor) has
-        none. Where the kernel moves enough bytes to hide it (``runtime.spares``), each call
-        makes the next one's outputs and workspaces right after queuing the kernel."""
+        none. Its ``ahead()`` makes the next call's outputs and workspaces
+        (``runtime.plain_launch``)."""
         if executor.poison or executor.synchronize or self.direct is not None:
             return None
         numbers, per_call = numbers or {}, per_call or {}
-        called: list[tuple[Any, int, Any]] = []  # (typed slot, argument index, packing)
-        # written per call, as the slots are shared with __call__ and other plain functions
-        pointers: list[tuple[int, int]] = []  # (slot, address): zeroed workspaces, made once
-        scalars: list[tuple[Any, object]] = []  # (typed slot, packed number)
-        fresh: list[tuple[int, KernelArg]] = []  # (slot, param): workspaces made per call
+        called = {}  # slot -> (typed slot, argument index, packing)
+        pointers: dict[int, int] = {}  # slot -> address: zeroed workspaces, made once
+        fixed: dict[int, tuple[Any, object]] = {}  # slot -> (typed slot, packed number)
+        fresh: list[tuple[int, int]] = []  # (slot, bytes): workspaces made per call
         for slot, param, typed in self.others:
             if param.kind is ArgKind.WORKSPACE:
                 if param.zeroed:
-                    pointers.append((slot, workspace(param, self.device, typed).data_ptr()))
+                    pointers[slot] = workspace(param, self.device, typed).data_ptr()
                 else:
-                    fresh.append((slot, param))
+                    fresh.append((slot, param.nbytes))
             elif slot in per_call:
                 index, random = per_call[slot]
-                called.append((typed, index, philox_word if random else _PACK[param.ctype]))
+                called[slot] = (typed, index, philox_word if random else _PACK[param.ctype])
             elif slot in numbers and (param.kind is ArgKind.SCALAR or param.kind in _RNG_KINDS):
                 number = numbers[slot]
                 number = number.item() if isinstance(number, torch.Tensor) else number
-                scalars.append((typed, _PACK[param.ctype](number)))
+                fixed[slot] = (typed, _PACK[param.ctype](number))
             else:
                 return None
-        slots, lock, device, address, params = (
-            self.slots, self.lock, self.device, self.address, self.params)
-        inputs = tuple(self.inputs)
-        outputs = tuple((slot, *_allocated(shape, strides, logical), dtype)
-                        for slot, _, shape, dtype, logical, strides in self.outputs)
-        (g0, g1, g2), (b0, b1, b2), shared, index = self.grid, self.block, self.shared, self.index
-        launch_kernel, stream_of, empty_strided = (
-            _driver().launchKernel, torch._C._cuda_getCurrentRawStream, torch.empty_strided)
-        buffers = outputs + tuple((slot, (max(1, param.nbytes),), (1,), torch.uint8)
-                                  for slot, param in fresh)  # made each call, outputs first
-        nbytes = sum(_nbytes(shape, strides, dtype) for _, shape, strides, dtype in buffers)
-        # whether to make buffers ahead: decided on the first call, from the bytes it moves
-        ahead: bool | None = None if SPARES.takes(nbytes) else False
-        spare = Spare()  # (stream, buffers) made after the last launch, for the next
-        count, hold = len(outputs), SPARES.hold
-
-        def launch(*tensors: torch.Tensor) -> list[torch.Tensor]:
-            nonlocal ahead
-            if ahead is None:
-                ahead = SPARES.hides(nbytes + sum(
-                    _nbytes(t.shape, t.stride(), t.dtype) for t in tensors
-                    if isinstance(t, torch.Tensor)), len(buffers))
-            with lock:
-                stream, kept = stream_of(index), spare.entry
-                spare.entry = None
-                made = kept[1] if kept is not None and kept[0] == stream else [
-                    empty_strided(shape, strides, dtype=dtype, device=device)
-                    for _, shape, strides, dtype in buffers]  # one call each: no expand after
-                for (slot, *_), memory in zip(buffers, made):
-                    slots[slot] = memory.data_ptr()
-                for slot, position in inputs:
-                    slots[slot] = tensors[position].data_ptr()
-                for slot, pointer in pointers:
-                    slots[slot] = pointer
-                for typed, value in scalars:
-                    typed.value = value
-                for typed, position, pack in called:
-                    typed.value = pack(tensors[position])
-                launch_kernel(address, g0, g1, g2, b0, b1, b2, shared, stream, params, 0)
-                if ahead:  # while the device runs this launch, the next one's buffers
-                    spare.entry = (stream, [empty_strided(shape, strides, dtype=dtype,
-                                                          device=device)
-                                            for _, shape, strides, dtype in buffers])
-                    hold(spare, nbytes)
-            return made[:count]  # workspaces made per call are dropped once queued
-
-        return launch
+        return plain_launch.build(self, pointers, fixed, called, fresh)
 
     def _enqueue(self, stream: int) -> None:
         grid, block = self.grid, self.block

@@ -1,8 +1,9 @@
-"""Buffers made ahead: a warm launch (``Launch.plain``) makes its next call's outputs and
-workspaces right after queuing its kernel, while the device runs it, so that the next call
-launches without waiting on the allocator first (``torch.empty_strided`` costs 4-7 us per
-buffer on the GPU machine, all of it before the device starts: a CUDA-event time counts it),
-where the kernel runs long enough to hide them (``Spares.hides``).
+"""Buffers made ahead: after its last launch, a compiled warm run (``runtime.warm``) makes the
+next call's outputs and workspaces of each plain launch (``runtime.plain_launch``), while the
+device runs the kernels, so that the next call launches without waiting on the allocator first
+(``torch.empty_strided`` costs 4-7 us per buffer on the GPU machine, all of it before the
+device starts: a CUDA-event time counts it), where the last kernel runs long enough to hide
+them (``Spares.hides``).
 The spare buffers stay allocated between calls, within a process-wide budget
 (``FUSECLI_ALLOCATE_AHEAD_MIB``, 512 by default, 0 for none): the least recently used launch's
 are dropped first, and a launch whose buffers exceed a quarter of the budget makes none."""
@@ -41,13 +42,11 @@ class Spares:
 
     @staticmethod
     def hides(moved: int, buffers: int) -> bool:
-        """Whether a kernel moving ``moved`` bytes runs long enough to hide the making of
-        ``buffers`` buffers after its launch: else they delay the call's return, and a timed
-        call of a short kernel ends later than it would have started late. Measured on the
-        H100 (population seed 0, ``vs_nvfuser.py``, with buffers made ahead for every launch
-        against none): fusions of 24-50 us lost 7-15%, those of 56 us and more gained 1-4%;
-        64 MiB and 32 MiB a buffer is about 25 us and 10 us a buffer of a kernel at 2.7 TB/s."""
-        return moved >= (64 << 20) + (32 << 20) * buffers
+        """Whether a last kernel moving ``moved`` bytes runs long enough to hide the making of
+        ``buffers`` buffers after its launch: else they delay the call's return. A buffer
+        costs 4-7 us of host time on the GPU machine; the window is the launch's latency
+        (about 4 us) and the kernel, about 9 us for each 24 MiB at 2.7 TB/s."""
+        return moved >= (24 << 20) * buffers
 
     def hold(self, spare: Spare, nbytes: int) -> None:
         """``spare`` now holds ``nbytes``; the least recently used are dropped past the budget."""

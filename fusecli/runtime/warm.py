@@ -43,7 +43,7 @@ from fusecli.runtime import warm_numbers
 from fusecli.runtime.bind import bind_scalar
 from fusecli.runtime.context import python_scalar, value_of
 from fusecli.runtime.faults import ENV_VAR
-from fusecli.runtime.warm_kernels import kernel_reads_env, kernel_step
+from fusecli.runtime.warm_kernels import allocate_ahead, kernel_reads_env, kernel_step
 
 CAPACITY = 32  # compiled signatures kept per fusion
 Tensor = torch.Tensor
@@ -173,23 +173,42 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     names = [f"v{v.uid}" if v.uid in read_uids else "_" for v in fusion.inputs]
     program.lines.append(f"({', '.join(names)},) = flat" if names else "")
     for position in sorted(free):  # checked and converted as binding does (an int for a Double)
-        value = program.name("D", fusion.inputs[position])
-        program.lines.append(f"v{fusion.inputs[position].uid} = BIND({position}, {value}, "
-                             f"v{fusion.inputs[position].uid})")
+        scalar = fusion.inputs[position]
+        value, local = program.name("D", scalar), f"v{scalar.uid}"
+        bound = f"BIND({position}, {value}, {local})"
+        kept = _bound_as_given(scalar.dtype)
+        if kept is not None:  # a value binding returns as it is: no call
+            bound = f"{local} if type({local}) is {kept} else {bound}"
+        program.lines.append(f"{local} = {bound}")
     if program.with_env:
         program.lines.append("env = BASE.copy()")
         program.lines.extend(f"env[{v.uid}] = v{v.uid}" for v in read)
     held = set(read_uids)  # the tensors the run holds as locals
+    plains, last = [], None  # the plain launches; the last step's, where it is one
     for step in steps:
         if step[0] == "kernel":
-            kernel_step(program, *step[1:])
+            plain = kernel_step(program, *step[1:])
             held.update(uid for _, uid, *_ in step[2].outputs)
+            plains += [plain] if plain is not None else []
+            last = (plain, step[1]) if plain is not None else None
         else:
             _aten_step(program, step[1], step[2], env)
             held.update(out.uid for out in step[1].outputs if isinstance(out, TensorView))
+            last = None
+    allocate_ahead(program, plains, last, env)
     _collect(program, fusion, env, bindings, ctx, results, allocations, held)
     body = "\n    ".join(line for line in program.lines if line)
     return WarmRun(f"def run(flat):\n    {body}\n", program.names)
+
+
+def _bound_as_given(dtype: Any) -> str | None:
+    """The Python type whose values ``bind_scalar`` returns as they are for a scalar of
+    ``dtype`` (an int for an integral one, not a bool), named for the generated run."""
+    for test, name in ((dt.is_boolean, "bool"), (dt.is_integral, "int"),
+                       (dt.is_floating, "float"), (dt.is_complex, "complex")):
+        if test(dtype):
+            return name
+    return None
 
 
 def _reads_env(step: tuple, fixed: set[int], dynamic: set[int], numbers: set[int]) -> bool:

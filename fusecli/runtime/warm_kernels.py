@@ -13,19 +13,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch import Tensor
+
 from fusecli.codegen import ArgKind
 from fusecli.ir import dtype as dt
 from fusecli.ir.attrs import random_seed
 from fusecli.ir.nodes import Scalar
 from fusecli.ir.optype import OpType
 from fusecli.runtime.context import MissingValueError, value_of
-from fusecli.runtime.launch import philox_word
+from fusecli.runtime.launch import _nbytes, philox_word
+from fusecli.runtime.spares import SPARES
 
 _RNG = (ArgKind.RNG_SEED, ArgKind.RNG_OFFSET)
 
 
-def kernel_step(program: Any, segment: Any, launch: Any, executor: Any) -> None:
-    """The planned launch, given the segment's inputs; its outputs become locals."""
+def kernel_step(program: Any, segment: Any, launch: Any, executor: Any) -> Any:
+    """The planned launch, given the segment's inputs; its outputs become locals. Returns
+    the plain launch it calls, or None where it calls the launch's own call."""
     tensors = [f"v{value.uid}" for value in segment.inputs]
     outputs = [uid for _, uid, *_ in launch.outputs]
     per_call: dict[int, tuple[int, bool]] = {}  # slot -> (argument index, a random op's)
@@ -40,16 +44,35 @@ def kernel_step(program: Any, segment: Any, launch: Any, executor: Any) -> None:
                              f"{program.name('P', plain)}({', '.join(tensors)})")
         if program.with_env:
             program.lines.extend(f"env[{uid}] = v{uid}" for uid in outputs)
-        return
+        return plain
     given = ", ".join(f"v{value.uid}" for value in segment.inputs)
     call = (f"{program.name('L', launch)}({program.name('S', segment)}, [{given}], "
             f"{'env' if program.with_env else 'BASE'}, ctx, {program.name('X', executor)})")
     if len(outputs) == 1:
         program.assign(outputs[0], f"{call}[{outputs[0]}]")
-        return
+        return None
     program.lines.append(f"out = {call}")
     for uid in outputs:
         program.assign(uid, f"out[{uid}]")
+    return None
+
+
+def allocate_ahead(program: Any, plains: list[Any], last: tuple[Any, Any] | None,
+                   env: dict) -> None:
+    """After the run's last launch, each plain launch's ``ahead()``: the next call's buffers,
+    made while the device runs this call's kernels, where the last kernel moves enough bytes
+    to hide them (``Spares.hides``; ``env``: the first call's tensors). ``last``: (plain
+    launch, segment) where the run ends with a plain launch; None where it ends otherwise
+    (work after the launch would wait on the allocations)."""
+    if last is None:
+        return
+    plain, segment = last
+    moved = plain.nbytes + sum(
+        _nbytes(value.shape, value.stride(), value.dtype)
+        for value in (env.get(v.uid) for v in segment.inputs) if isinstance(value, Tensor))
+    chosen = [p for p in plains if SPARES.takes(p.nbytes)]
+    if chosen and SPARES.hides(moved, sum(p.buffers for p in chosen)):
+        program.lines.extend(f"{program.name('Q', p.ahead)}()" for p in chosen)
 
 
 def source(param: Any) -> Any:
