@@ -266,6 +266,8 @@ class Row:
     gbps: dict[str, float | None]
     note: str = ""
     kernels: dict[str, str] | None = None  # --profile: the device's own time per call
+    moved: int = 0  # bytes the GB/s count: each input and output once
+    outputs: int = 0  # tensors fd.execute returns
 
 
 def device_profile(run: Callable[[], Any], calls: int = 5) -> tuple[float, str]:
@@ -328,7 +330,8 @@ def measure(name: str, fusecli_fd: Any, inputs: list[Any], eager: Callable | Non
                 note = "; ".join(n for n in (note, f"torch.compile: "
                                              f"{str(error).splitlines()[0][:80]}") if n)
     note = "; ".join(n for n in (mismatch, note) if n)
-    return Row(name, gbps, note, row_kernels if args.profile else None)
+    return Row(name, gbps, note, row_kernels if args.profile else None, size,
+               sum(isinstance(out, torch.Tensor) for out in outputs))
 
 
 def compiled_graph(eager: Callable[..., Any], inputs: list[Any],

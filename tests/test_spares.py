@@ -38,5 +38,5 @@ def test_no_budget_makes_nothing_ahead() -> None:
 
 
 def test_buffers_are_made_ahead_only_behind_kernels_that_hide_them() -> None:
-    assert not Spares.hides(16 << 20, 1) and Spares.hides(24 << 20, 1)
-    assert not Spares.hides(64 << 20, 3) and Spares.hides(72 << 20, 3)
+    assert not Spares.hides(32 << 20, 1) and Spares.hides(40 << 20, 1)
+    assert not Spares.hides(112 << 20, 3) and Spares.hides(120 << 20, 3)

@@ -171,7 +171,7 @@ def test_a_run_makes_buffers_ahead_after_its_last_launch_where_it_hides_them(end
     plains = [plain(1), plain(2)]
     last = (plains[-1], segment) if ends == "kernel" else None
     allocate_ahead(program, plains, last, {3: x})
-    expected = ends == "kernel" and (16 << 20) + moved >= (24 << 20) * 3
+    expected = ends == "kernel" and (16 << 20) + moved >= (40 << 20) * 3
     assert program.lines == ([f"{name}()" for name, value in program.names.items()
                               if value in (plains[0].ahead, plains[1].ahead)]
                              if expected else [])

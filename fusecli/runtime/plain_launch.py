@@ -42,13 +42,14 @@ def build(launch: Any, pointers: dict[int, int], fixed: dict[int, tuple[Any, obj
     workspaces made per call; the launch's inputs and outputs come from the plan."""
     from fusecli.runtime.launch import _allocated, _driver, _nbytes
 
+    count = len(launch.kernel.args)
     arguments = 1 + max([position for _, position in launch.inputs]
                         + [index for _, index, _ in called.values()], default=-1)
     names: dict[str, Any] = {
         "LOCK": launch.lock, "STREAM": torch._C._cuda_getCurrentRawStream,
         "EMPTY": torch.empty_strided, "LAUNCH": _driver().launchKernel,
         "PACK": struct.Struct("<" + "".join(
-            "8x" if slot in called else "Q" for slot in range(len(launch.slots)))).pack_into,
+            "8x" if slot in called else "Q" for slot in range(count))).pack_into,
         "SLOTS": launch.slots, "DEVICE": launch.device, "SPARE": Spare(), "HOLD": SPARES.hold,
     }
     buffers = [(slot, *_allocated(shape, strides, logical), dtype)
@@ -72,7 +73,7 @@ def build(launch: Any, pointers: dict[int, int], fixed: dict[int, tuple[Any, obj
     for slot, (typed, number) in fixed.items():
         names[f"K{slot}"] = _slot_bits(type(typed), number)
         values[slot] = f"K{slot}"
-    written = [values[slot] for slot in range(len(launch.slots)) if slot not in called]
+    written = [values[slot] for slot in range(count) if slot not in called]
     packed = []
     for slot, (typed, index, pack) in called.items():
         names[f"T{slot}"], names[f"P{slot}"] = typed, pack
