@@ -122,8 +122,9 @@ def main() -> int:
     nvfuser, why = nvfuser_module()
     if nvfuser is None:
         print(f"timeline: fusecli only ({why})")
+    wanted = set(args.members.split(","))
     for name, fd, inputs in corpus_cases():
-        if name in args.members.split(","):
+        if name in wanted:
             compare(name, fd, inputs, nvfuser, args.calls)
     for member in population.named(args.members, args.population, args.seed):
         compare(member.name, member.fd, member.make_inputs("cuda"), nvfuser, args.calls)

@@ -235,6 +235,17 @@ def bind_scalar(index: int, definition: Scalar, value: Any) -> bool | int | floa
                      f"got {_describe_value(raw)}")
 
 
+def unchanged_type(dtype: DataType) -> str | None:
+    """The name of the Python type whose values ``bind_scalar`` returns as they are for a
+    scalar of ``dtype`` (an int for an integral one, not a bool): a compiled warm run
+    (``runtime.warm``) binds a value of that type without the call."""
+    for test, name in ((dt.is_boolean, "bool"), (dt.is_integral, "int"),
+                       (dt.is_floating, "float"), (dt.is_complex, "complex")):
+        if test(dtype):
+            return name
+    return None
+
+
 def _a(noun: str) -> str:
     return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
 

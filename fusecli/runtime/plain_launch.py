@@ -1,7 +1,7 @@
 """A planned launch as one generated Python function: what a compiled warm run calls.
 
-``Launch.plain`` returns it. Its source is written for the launch (``SOURCE`` in its
-namespace shows it): one argument per segment input and per scalar read anew, each output and
+``Launch.plain`` returns it. Its source is written for the launch (its ``source``
+attribute shows it): one argument per segment input and per scalar read anew, each output and
 workspace made by one ``torch.empty_strided`` call, every 8-byte parameter slot written by one
 ``struct.pack_into`` (pointers, and the scalars the signature decides as the bit patterns they
 are packed to once), scalars read anew packed into their own slots, then cuLaunchKernel on
@@ -80,7 +80,7 @@ def build(launch: Any, pointers: dict[int, int], fixed: dict[int, tuple[Any, obj
         packed.append(f"T{slot}.value = P{slot}(a{index})")
     g, b = launch.grid, launch.block
     call = (f"LAUNCH({launch.address}, {g[0]}, {g[1]}, {g[2]}, {b[0]}, {b[1]}, {b[2]}, "
-            f"{launch.shared}, stream, {ctypes.addressof(launch.pointers)}, 0)")
+            f"{launch.shared}, stream, {launch.params}, 0)")
     parameters = ", ".join(f"a{n}" for n in range(arguments))
     bound = ", ".join(made) + ("," if len(made) == 1 else "")
     body = [

@@ -40,7 +40,7 @@ from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
 from fusecli.runtime import aten_elementwise as aten
 from fusecli.runtime import warm_numbers
-from fusecli.runtime.bind import bind_scalar
+from fusecli.runtime.bind import bind_scalar, unchanged_type
 from fusecli.runtime.context import python_scalar, value_of
 from fusecli.runtime.faults import ENV_VAR
 from fusecli.runtime.warm_kernels import allocate_ahead, kernel_reads_env, kernel_step
@@ -176,7 +176,7 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
         scalar = fusion.inputs[position]
         value, local = program.name("D", scalar), f"v{scalar.uid}"
         bound = f"BIND({position}, {value}, {local})"
-        kept = _bound_as_given(scalar.dtype)
+        kept = unchanged_type(scalar.dtype)
         if kept is not None:  # a value binding returns as it is: no call
             bound = f"{local} if type({local}) is {kept} else {bound}"
         program.lines.append(f"{local} = {bound}")
@@ -199,16 +199,6 @@ def compile_run(fusion: Fusion, trace: Trace, env: dict, bindings: Any, ctx: Any
     _collect(program, fusion, env, bindings, ctx, results, allocations, held)
     body = "\n    ".join(line for line in program.lines if line)
     return WarmRun(f"def run(flat):\n    {body}\n", program.names)
-
-
-def _bound_as_given(dtype: Any) -> str | None:
-    """The Python type whose values ``bind_scalar`` returns as they are for a scalar of
-    ``dtype`` (an int for an integral one, not a bool), named for the generated run."""
-    for test, name in ((dt.is_boolean, "bool"), (dt.is_integral, "int"),
-                       (dt.is_floating, "float"), (dt.is_complex, "complex")):
-        if test(dtype):
-            return name
-    return None
 
 
 def _reads_env(step: tuple, fixed: set[int], dynamic: set[int], numbers: set[int]) -> bool:
