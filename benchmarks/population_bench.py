@@ -43,6 +43,7 @@ class Result:
     segments: list[str] = field(default_factory=list)  # "pointwise on cupy", ...
     fallbacks: list[str] = field(default_factory=list)
     copied_views: int = 0  # outputs fusecli copies that nvFuser returns as views
+    compile_s: float | None = None  # --compile: torch.compile's own time (in this process)
     note: str = ""
     why: list[str] = field(default_factory=list)  # the worst ten: why it is slow
 
@@ -77,17 +78,29 @@ def run_population(args: Any) -> int:
         print(missing, file=sys.stderr)
         return 4
     nvfuser, _ = tools.nvfuser_module()
+    ahead = None
+    if args.compile:  # in child processes first: in parallel, and a crash ends one of them
+        from precompile import child_command, precompile
+
+        command = child_command(args.population, args.seed, args.min_elements)
+        ahead = precompile([m.name for m in members], command, args.compile_workers)
+        print(ahead.summary(), file=sys.stderr, flush=True)
     results = []
     for member in members:
-        results.append(measure(member, nvfuser, args))
-        print(f"measured {member.name}: {_ratio_text(results[-1].ratio)}", file=sys.stderr,
-              flush=True)
+        crashed = ahead.crashed.get(member.name) if ahead else None
+        results.append(measure(member, nvfuser, args, crashed))
+        compiled = results[-1].ms.get("compile")
+        print(f"measured {member.name}: {_ratio_text(results[-1].ratio)}"
+              + (f", torch.compile {compiled:.3f} ms" if compiled else ""),
+              file=sys.stderr, flush=True)
         torch.cuda.empty_cache()
     worst = sorted((r for r in results if r.ratio is not None), key=lambda r: r.ratio)[:WORST]
     for result in worst:
         member = next(m for m in members if m.name == result.name)
         result.why = explain(member, result, nvfuser)
     print_report(results, worst, args)
+    if ahead:
+        print(ahead.summary())
     if args.json:
         args.json.write_text(json.dumps({"seed": args.seed, "min_elements": args.min_elements,
                                          "results": [asdict(r) for r in results]}, indent=1))
@@ -107,7 +120,9 @@ def print_population(members: list[Member], args: Any) -> None:
 # -- measuring ------------------------------------------------------------------------------------
 
 
-def measure(member: Member, nvfuser: Any, args: Any) -> Result:
+def measure(member: Member, nvfuser: Any, args: Any, crashed: str | None = None) -> Result:
+    """One member's row; ``crashed``: how compiling it ahead ended its process (it is not
+    compiled again here)."""
     result = Result(member.name, member.summary)
     inputs = member.make_inputs("cuda")
     fd = member.fd
@@ -140,9 +155,14 @@ def measure(member: Member, nvfuser: Any, args: Any) -> Result:
         return run_reference(fd.fusion, list(tensors)).outputs
 
     result.ms["eager"] = tools.median_ms(lambda: eager(*inputs), args.iters)
-    if args.compile:
+    if args.compile and crashed:
+        result.note = "; ".join(filter(None, [result.note, "torch.compile: compiling it "
+                                              f"ended the compiling process ({crashed})"]))
+    elif args.compile:
         try:
+            started = time.perf_counter()
             compiled = tools.compiled_graph(eager, inputs)
+            result.compile_s = time.perf_counter() - started
             result.ms["compile"] = tools.median_ms(lambda: compiled(*inputs), args.iters)
         except Exception as error:  # make_fx or Inductor failed: say so
             result.ms["compile"] = None
@@ -250,8 +270,10 @@ def print_compile_summary(results: list[Result]) -> None:
         return
     geomean = math.exp(statistics.fmean(math.log(r.ms["compile"] / r.ms["fusecli"])
                                         for r in timed))
+    took = [r.compile_s for r in timed if r.compile_s is not None]
     print(f"torch.compile's time over fusecli's: geometric mean {geomean:.2f}x over "
-          f"{len(timed)} fusions")
+          f"{len(timed)} fusions (compiled in this run in a median "
+          f"{statistics.median(took):.1f} s each)")
     ahead = [r for r in timed if r.ms.get("nvfuser") and r.ms["compile"] < r.ms["nvfuser"]]
     beaten = [r for r in ahead if r.ms["fusecli"] <= r.ms["compile"]]
     print(f"torch.compile beats nvFuser on {len(ahead)}; fusecli beats torch.compile on "

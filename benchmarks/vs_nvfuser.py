@@ -463,6 +463,10 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--corpus", action="store_true", help="add tests/nvfuser_corpus/")
     parser.add_argument("--compile", action="store_true", help="add a torch.compile column")
+    parser.add_argument("--compile-workers", type=int, metavar="K",
+                        default=max(1, min(8, (os.cpu_count() or 2) // 2)),
+                        help="with --population --compile: child processes that compile the "
+                             "graphs first (precompile.py; default: half the cores, at most 8)")
     parser.add_argument("--memory-calls", type=int, default=10000)
     parser.add_argument("--json", type=Path, help="write the rows here too")
     parser.add_argument("--profile", action="store_true",
