@@ -93,6 +93,7 @@ def run_population(args: Any) -> int:
         print(f"measured {member.name}: {_ratio_text(results[-1].ratio)}"
               + (f", torch.compile {compiled:.3f} ms" if compiled else ""),
               file=sys.stderr, flush=True)
+        _write_json(args, results)  # after each member: a run cut short keeps what it measured
         torch.cuda.empty_cache()
     worst = sorted((r for r in results if r.ratio is not None), key=lambda r: r.ratio)[:WORST]
     for result in worst:
@@ -101,10 +102,14 @@ def run_population(args: Any) -> int:
     print_report(results, worst, args)
     if ahead:
         print(ahead.summary())
+    _write_json(args, results)
+    return 0
+
+
+def _write_json(args: Any, results: list[Result]) -> None:
     if args.json:
         args.json.write_text(json.dumps({"seed": args.seed, "min_elements": args.min_elements,
                                          "results": [asdict(r) for r in results]}, indent=1))
-    return 0
 
 
 def print_population(members: list[Member], args: Any) -> None:
