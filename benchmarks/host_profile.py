@@ -99,7 +99,7 @@ def parts(inputs: list, outputs: list, runs: list) -> str:
     """What the pieces of a warm call cost alone, each made back to back: one
     ``torch.empty_strided`` per output as the launch makes it, the input signature's key, and
     the compiled replay without ``fd.execute``'s way to it."""
-    from fusecli.runtime.warm import warm_key
+    from fusecli.runtime.warm_keys import warm_key
 
     empties = [back_to_back_us(lambda o=o: torch.empty_strided(
         o.shape, o.stride(), dtype=o.dtype, device=o.device))

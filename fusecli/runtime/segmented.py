@@ -26,7 +26,8 @@ from fusecli.runtime.executor import SegmentOutcome, run_segment
 from fusecli.runtime.outputs import collect_outputs
 from fusecli.runtime.registry import executor_named, fallback_executor
 from fusecli.runtime.warm import CAPACITY as WARM_CAPACITY
-from fusecli.runtime.warm import Trace, compile_run, warm_key
+from fusecli.runtime.warm import Trace, compile_run
+from fusecli.runtime.warm_keys import key_function, warm_key
 from fusecli.segment.output_aliases import output_allocations
 from fusecli.segment.result import Segment, SegmentedFusion
 
@@ -248,7 +249,7 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
     (``runtime.warm``), or, on its first call, the full run, compiled for the next. A compiled
     run that raises where the full run then succeeds is dropped: that signature runs in full."""
     free = value_free_scalars(fusion)  # scalars read anew each call (a Philox offset)
-    flat, key = inputs, warm_key(inputs, rules, executor, device, free)
+    flat, key = inputs, key_function(fusion, free)(inputs, rules, executor, device)
     if key is None:  # nested lists and tuples (define_vector inputs' values)
         flat = flatten_inputs(inputs)
         key = warm_key(flat, rules, executor, device, free)

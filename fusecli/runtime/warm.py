@@ -17,19 +17,18 @@ every later call of the signature:
   (no alias written, no layout changed, none copied); any other fusion collects its outputs
   as the first call did, in the same buffers (``runtime.outputs``).
 
-The key (``warm_key``) is exact for what the replay assumes: the rule profile, the executor,
-the device asked for, ``FUSECLI_INJECT_FAULT`` as it reads now, and per input its dtype, shape,
-strides, device, conjugate and negative bits and 16-byte alignment (kernels are generated for
-it), or a scalar input's type and value. What a torch call returns and whether it aliases its
-operand follow from those, so a replay computes what a full run would. A fusion with injected
-faults, a failed segmentation, or a step that cannot be replayed (a kernel without a planned
-launch) is not compiled: each call takes the full run. Nothing of a call is kept: the
-environment is the call's own.
+The key (``runtime.warm_keys``) is exact for what the replay assumes: the rule profile, the
+executor, the device asked for, ``FUSECLI_INJECT_FAULT`` as it reads now, and per input its
+dtype, shape, strides, device, conjugate and negative bits and 16-byte alignment (kernels are
+generated for it), or a scalar input's type and value. What a torch call returns and whether
+it aliases its operand follow from those, so a replay computes what a full run would. A fusion
+with injected faults, a failed segmentation, or a step that cannot be replayed (a kernel
+without a planned launch) is not compiled: each call takes the full run. Nothing of a call is
+kept: the environment is the call's own.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,45 +41,10 @@ from fusecli.runtime import aten_elementwise as aten
 from fusecli.runtime import warm_numbers
 from fusecli.runtime.bind import bind_scalar, unchanged_type
 from fusecli.runtime.context import python_scalar, value_of
-from fusecli.runtime.faults import ENV_VAR
 from fusecli.runtime.warm_kernels import allocate_ahead, kernel_reads_env, kernel_step
 
 CAPACITY = 32  # compiled signatures kept per fusion
 Tensor = torch.Tensor
-
-_environ = getattr(os.environ, "_data", None)
-_ENCODED = os.environ.encodekey(ENV_VAR) if hasattr(os.environ, "encodekey") else ENV_VAR
-
-
-def fault_setting() -> object:
-    """``FUSECLI_INJECT_FAULT`` as it reads now (os.environ's own store: a tenth the time of
-    ``os.environ.get``, which encodes the name on every call)."""
-    if _environ is not None:
-        return _environ.get(_ENCODED)
-    return os.environ.get(ENV_VAR)
-
-
-def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any,
-             free: frozenset[int] = frozenset()) -> tuple | None:
-    """What a compiled run depends on: the run's settings, and per input its dtype, shape,
-    strides, device, 16-byte alignment and negative and conjugate bits (a tensor), or its
-    type and value (a scalar; its type alone at a position in ``free``, a scalar each call
-    reads anew: ``cache.value_free_scalars``); None where ``flat`` nests lists (flatten it
-    first). One loop: this is most of a warm call's own time."""
-    key: tuple = (rules, executor, device, fault_setting())
-    for position, value in enumerate(flat):
-        if type(value) is Tensor or isinstance(value, Tensor):
-            dtype = value.dtype
-            key += (dtype, value.shape, value.stride(), value.device, value.data_ptr() & 15,
-                    value.is_neg(), dtype.is_complex and value.is_conj())
-        elif isinstance(value, (list, tuple)):
-            return None
-        elif position in free:
-            key += (type(value),)
-        else:
-            key += (type(value), repr(value))
-    return key
-
 
 class Trace:
     """What one full run did, in order: kernel launches and ATen exprs."""

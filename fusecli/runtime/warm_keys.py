@@ -1,0 +1,104 @@
+"""The key of a compiled warm run (``runtime.warm``): what a replay assumes of a call.
+
+``warm_key`` is exact for what the replay assumes: the rule profile, the executor, the device
+asked for, ``FUSECLI_INJECT_FAULT`` as it reads now, and per input its dtype, shape, strides,
+device, 16-byte alignment and negative and conjugate bits (a tensor: kernels are generated for
+them), or a scalar input's type and value (its type alone where the value is read anew each
+call: ``cache.value_free_scalars``).
+
+Computing it is most of a warm call's own time, so ``key_function`` writes, once per fusion,
+a function that computes the same tuple for the usual call: one value per input, a tensor
+(of type ``torch.Tensor`` itself) where the fusion declares one, a Python number where it
+declares a scalar. Unrolled, it makes one tuple instead of growing one per input. Any other
+call (a count that differs, a subclass of Tensor, a 0-dim tensor for a scalar, nested lists)
+takes ``warm_key`` itself, so both give one key for one call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from fusecli.ir.nodes import Fusion, TensorView
+from fusecli.runtime.faults import ENV_VAR
+
+Tensor = torch.Tensor
+KeyFunction = Callable[[Sequence[Any], str, str, Any], "tuple | None"]
+
+_environ = getattr(os.environ, "_data", None)
+_ENCODED = os.environ.encodekey(ENV_VAR) if hasattr(os.environ, "encodekey") else ENV_VAR
+_NUMBERS = (bool, int, float, complex)  # scalars whose key is their type (and repr)
+
+
+def fault_setting() -> object:
+    """``FUSECLI_INJECT_FAULT`` as it reads now (os.environ's own store: a tenth the time of
+    ``os.environ.get``, which encodes the name on every call)."""
+    if _environ is not None:
+        return _environ.get(_ENCODED)
+    return os.environ.get(ENV_VAR)
+
+
+def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any,
+             free: frozenset[int] = frozenset()) -> tuple | None:
+    """The key of ``flat`` (module docstring): per tensor its dtype, shape, strides, device,
+    16-byte alignment and negative and conjugate bits, per scalar its type and value (its type
+    alone at a position in ``free``); None where ``flat`` nests lists (flatten it first)."""
+    key: tuple = (rules, executor, device, fault_setting())
+    for position, value in enumerate(flat):
+        if type(value) is Tensor or isinstance(value, Tensor):
+            dtype = value.dtype
+            key += (dtype, value.shape, value.stride(), value.device, value.data_ptr() & 15,
+                    value.is_neg(), dtype.is_complex and value.is_conj())
+        elif isinstance(value, (list, tuple)):
+            return None
+        elif position in free:
+            key += (type(value),)
+        else:
+            key += (type(value), repr(value))
+    return key
+
+
+def key_function(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
+    """``warm_key`` for ``fusion``'s calls, written for its inputs (module docstring); made
+    once per fusion and set of positions read anew."""
+    memo = fusion.memo.setdefault("warm_key_function", {})
+    function = memo.get(free)
+    if function is None:
+        function = memo[free] = _written(fusion, free)
+    return function
+
+
+def _written(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
+    count = len(fusion.inputs)
+    names = [f"a{position}" for position in range(count)]
+    tensors = [f"a{p}" for p, value in enumerate(fusion.inputs) if isinstance(value, TensorView)]
+    scalars = [f"a{p}" for p, value in enumerate(fusion.inputs)
+               if not isinstance(value, TensorView)]
+    checks = [f"type({name}) is not TENSOR" for name in tensors]
+    checks += [f"type({name}) not in NUMBERS" for name in scalars]
+    parts = ["rules", "executor", "device", "FAULT()"]
+    for position, name in enumerate(names):
+        if name in tensors:
+            parts += [f"{name}.dtype", f"{name}.shape", f"{name}.stride()", f"{name}.device",
+                      f"{name}.data_ptr() & 15", f"{name}.is_neg()",
+                      f"{name}.dtype.is_complex and {name}.is_conj()"]
+        else:
+            parts += [f"type({name})"] + ([] if position in free else [f"repr({name})"])
+    unpacked = f"({', '.join(names)},) = flat" if names else "pass"
+    lines = [
+        "def key(flat, rules, executor, device):",
+        f"    if len(flat) != {count}:",
+        "        return GENERIC(flat, rules, executor, device, FREE)",
+        f"    {unpacked}",
+    ]
+    if checks:
+        lines += [f"    if {' or '.join(checks)}:",
+                  "        return GENERIC(flat, rules, executor, device, FREE)"]
+    lines.append(f"    return ({', '.join(parts)},)")
+    namespace = {"TENSOR": Tensor, "NUMBERS": frozenset(_NUMBERS), "FAULT": fault_setting,
+                 "GENERIC": warm_key, "FREE": free}
+    exec(compile("\n".join(lines) + "\n", "<fusecli warm key>", "exec"), namespace)  # noqa: S102
+    return namespace["key"]
