@@ -72,25 +72,21 @@ def key_function(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
 
 
 def _written(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
-    count = len(fusion.inputs)
-    names = [f"a{position}" for position in range(count)]
-    tensors = [f"a{p}" for p, value in enumerate(fusion.inputs) if isinstance(value, TensorView)]
-    scalars = [f"a{p}" for p, value in enumerate(fusion.inputs)
-               if not isinstance(value, TensorView)]
-    checks = [f"type({name}) is not TENSOR" for name in tensors]
-    checks += [f"type({name}) not in NUMBERS" for name in scalars]
-    parts = ["rules", "executor", "device", "FAULT()"]
-    for position, name in enumerate(names):
-        if name in tensors:
+    names = [f"a{position}" for position in range(len(fusion.inputs))]
+    checks, parts = [], ["rules", "executor", "device", "FAULT()"]
+    for position, (name, value) in enumerate(zip(names, fusion.inputs)):
+        if isinstance(value, TensorView):
+            checks.append(f"type({name}) is not TENSOR")
             parts += [f"{name}.dtype", f"{name}.shape", f"{name}.stride()", f"{name}.device",
                       f"{name}.data_ptr() & 15", f"{name}.is_neg()",
                       f"{name}.dtype.is_complex and {name}.is_conj()"]
         else:
+            checks.append(f"type({name}) not in NUMBERS")
             parts += [f"type({name})"] + ([] if position in free else [f"repr({name})"])
     unpacked = f"({', '.join(names)},) = flat" if names else "pass"
     lines = [
         "def key(flat, rules, executor, device):",
-        f"    if len(flat) != {count}:",
+        f"    if len(flat) != {len(names)}:",
         "        return GENERIC(flat, rules, executor, device, FREE)",
         f"    {unpacked}",
     ]
