@@ -51,7 +51,7 @@ def planned(monkeypatch):
 
     driver = types.SimpleNamespace(
         launchKernel=lambda *arguments: calls.append(list(launch.slots)))
-    monkeypatch.setattr(launch_module, "_driver", lambda: driver)
+    monkeypatch.setattr(launch_module, "cuda_driver", lambda: driver)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", stream_of, raising=False)
     empty = torch.empty_strided
     monkeypatch.setattr(torch, "empty_strided",
@@ -127,7 +127,7 @@ def test_a_plain_launch_launches_into_the_buffers_its_ahead_made(planned, monkey
         return made[-1]
 
     monkeypatch.setattr(torch, "empty_strided", allocate)
-    monkeypatch.setattr(launch_module, "_driver", lambda: types.SimpleNamespace(
+    monkeypatch.setattr(launch_module, "cuda_driver", lambda: types.SimpleNamespace(
         launchKernel=lambda *arguments: events.append("launch")))
     stream = [0]
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: stream[0],

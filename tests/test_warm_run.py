@@ -442,11 +442,11 @@ def test_a_planned_launch_allocates_an_expanded_output_in_one_call(shape, stride
     """``Launch.plain`` makes each output with one ``torch.empty_strided`` call: the shape,
     strides and storage of the buffer ``empty_output`` makes, expanded to the logical
     shape."""
-    from fusecli.runtime.launch import _allocated, empty_output
+    from fusecli.runtime.launch import allocated_layout, empty_output
 
     buffer = empty_output(shape, strides, torch.float32, torch.device("cpu"))
     expected = buffer.expand(logical) if logical else buffer
-    size, made_strides = _allocated(shape, strides, logical)
+    size, made_strides = allocated_layout(shape, strides, logical)
     made = torch.empty_strided(size, made_strides)
     assert made.shape == expected.shape and made.stride() == expected.stride()
     assert made.untyped_storage().nbytes() == expected.untyped_storage().nbytes()

@@ -198,7 +198,7 @@ class Launch:
         grid, block = self.grid, self.block
         if self.direct is None:
             try:
-                _driver().launchKernel(self.address, grid[0], grid[1], grid[2], block[0],
+                cuda_driver().launchKernel(self.address, grid[0], grid[1], grid[2], block[0],
                                        block[1], block[2], self.shared, stream, self.params, 0)
                 return
             except Exception as error:
@@ -211,7 +211,7 @@ class Launch:
 
 
 @cache
-def _driver() -> Any:
+def cuda_driver() -> Any:
     from cupy.cuda import driver
 
     return driver
@@ -280,7 +280,7 @@ def empty_output(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.
     return torch.empty(shape, dtype=dtype, device=device)
 
 
-def _nbytes(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.dtype) -> int:
+def nbytes_of(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.dtype) -> int:
     """The bytes of ``torch.empty_strided(shape, strides, dtype=dtype)``."""
     if any(size == 0 for size in shape):
         return 0
@@ -288,8 +288,8 @@ def _nbytes(shape: tuple[int, ...], strides: tuple[int, ...], dtype: torch.dtype
     return span * dtype.itemsize
 
 
-def _allocated(shape: tuple[int, ...], strides: tuple[int, ...], logical: tuple[int, ...],
-               ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def allocated_layout(shape: tuple[int, ...], strides: tuple[int, ...], logical: tuple[int, ...],
+                     ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape and strides of ``empty_output(shape, strides, ...).expand(logical)`` (the
     buffer's strides, 0 along its expanded dims), for one ``torch.empty_strided`` call to make
     (a third less host time than ``torch.empty``'s, row-major buffers too)."""

@@ -40,22 +40,22 @@ def build(launch: Any, pointers: dict[int, int], fixed: dict[int, tuple[Any, obj
     ``fixed`` (typed slot, packed number) for numbers the signature decides, ``called``
     (typed slot, argument index, packing) for scalars read anew, ``fresh`` (slot, bytes)
     workspaces made per call; the launch's inputs and outputs come from the plan."""
-    from fusecli.runtime.launch import _allocated, _driver, _nbytes
+    from fusecli.runtime.launch import allocated_layout, cuda_driver, nbytes_of
 
     count = len(launch.kernel.args)
     arguments = 1 + max([position for _, position in launch.inputs]
                         + [index for _, index, _ in called.values()], default=-1)
     names: dict[str, Any] = {
         "LOCK": launch.lock, "STREAM": torch._C._cuda_getCurrentRawStream,
-        "EMPTY": torch.empty_strided, "LAUNCH": _driver().launchKernel,
+        "EMPTY": torch.empty_strided, "LAUNCH": cuda_driver().launchKernel,
         "PACK": struct.Struct("<" + "".join(
             "8x" if slot in called else "Q" for slot in range(count))).pack_into,
         "SLOTS": launch.slots, "DEVICE": launch.device, "SPARE": Spare(), "HOLD": SPARES.hold,
     }
-    buffers = [(slot, *_allocated(shape, strides, logical), dtype)
+    buffers = [(slot, *allocated_layout(shape, strides, logical), dtype)
                for slot, _, shape, dtype, logical, strides in launch.outputs]
     buffers += [(slot, (max(1, nbytes),), (1,), torch.uint8) for slot, nbytes in fresh]
-    nbytes = sum(_nbytes(shape, strides, dtype) for _, shape, strides, dtype in buffers)
+    nbytes = sum(nbytes_of(shape, strides, dtype) for _, shape, strides, dtype in buffers)
     made = [f"b{slot}" for slot, *_ in buffers]
     for slot, shape, strides, dtype in buffers:
         names[f"S{slot}"], names[f"R{slot}"], names[f"D{slot}"] = shape, strides, dtype

@@ -21,7 +21,7 @@ from fusecli.ir.attrs import random_seed
 from fusecli.ir.nodes import Scalar
 from fusecli.ir.optype import OpType
 from fusecli.runtime.context import MissingValueError, value_of
-from fusecli.runtime.launch import _nbytes, philox_word
+from fusecli.runtime.launch import nbytes_of, philox_word
 from fusecli.runtime.spares import SPARES
 
 _RNG = (ArgKind.RNG_SEED, ArgKind.RNG_OFFSET)
@@ -68,7 +68,7 @@ def allocate_ahead(program: Any, plains: list[Any], last: tuple[Any, Any] | None
         return
     plain, segment = last
     moved = plain.nbytes + sum(
-        _nbytes(value.shape, value.stride(), value.dtype)
+        nbytes_of(value.shape, value.stride(), value.dtype)
         for value in (env.get(v.uid) for v in segment.inputs) if isinstance(value, Tensor))
     chosen = [p for p in plains if SPARES.takes(p.nbytes)]
     if chosen and SPARES.hides(moved, sum(p.buffers for p in chosen)):
