@@ -248,14 +248,16 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
     """What ``fd.execute`` does: the compiled run of the inputs' signature
     (``runtime.warm``), or, on its first call, the full run, compiled for the next. A compiled
     run that raises where the full run then succeeds is dropped: that signature runs in full."""
-    free = value_free_scalars(fusion)  # scalars read anew each call (a Philox offset)
-    flat, key = inputs, key_function(fusion, free)(inputs, rules, executor, device)
+    warmed = fusion.memo.get("warm_call")
+    if warmed is None:  # scalars read anew each call (a Philox offset), the key, the runs
+        free = value_free_scalars(fusion)
+        runs = fusion.memo["warm"] = OrderedDict()
+        warmed = fusion.memo["warm_call"] = (free, key_function(fusion, free), runs)
+    free, keyed, runs = warmed
+    flat, key = inputs, keyed(inputs, rules, executor, device)
     if key is None:  # nested lists and tuples (define_vector inputs' values)
         flat = flatten_inputs(inputs)
         key = warm_key(flat, rules, executor, device, free)
-    runs = fusion.memo.get("warm")
-    if runs is None:
-        runs = fusion.memo["warm"] = OrderedDict()
     warm = runs.get(key, _UNSEEN)
     broken = False
     if warm is not None and warm is not _UNSEEN:
