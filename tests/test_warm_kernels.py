@@ -68,7 +68,8 @@ def test_a_plain_launch_writes_each_calls_seed_offset_and_scale(planned) -> None
     executor = types.SimpleNamespace(poison=False, synchronize=False)
     seed, offset = _slot(kernel, ArgKind.RNG_SEED), _slot(kernel, ArgKind.RNG_OFFSET)
     scale = _slot(kernel, ArgKind.SCALAR)
-    run = launch.plain(executor, {}, {seed: (1, True), offset: (2, True), scale: (3, False)})
+    run = launch.plain(executor, {}, {seed: (1, "random"), offset: (2, "random"),
+                                      scale: (3, "number")})
     assert run is not None
     x = torch.randn(8, 64)
     for number, (s, o, factor) in enumerate([(7, 12, 1.5), (-1, 16, 0.25)]):
@@ -78,7 +79,7 @@ def test_a_plain_launch_writes_each_calls_seed_offset_and_scale(planned) -> None
         assert slots[seed] == s % 2**64 and slots[offset] == o
         assert torch.tensor([slots[scale]]).view(torch.float32)[0].item() == factor
     assert streams == [launch.index] * 2  # the device's stream, not an argument's index
-    assert launch.plain(executor, {}, {seed: (1, True)}) is None  # the scale has no value
+    assert launch.plain(executor, {}, {seed: (1, "random")}) is None  # the scale has no value
 
 
 def test_a_plain_launch_of_fixed_numbers_only_writes_them_on_the_devices_stream(planned) -> None:
@@ -187,6 +188,44 @@ def test_a_scalar_read_anew_whose_uid_is_0_is_a_local_too() -> None:
 
     param = types.SimpleNamespace(kind=ArgKind.SCALAR, value=Scalar(IrDataType.Double, uid=0))
     launch = types.SimpleNamespace(others=[(0, param, None)])
-    segment = types.SimpleNamespace(candidate=types.SimpleNamespace(definition=lambda v: None))
+    segment = types.SimpleNamespace(candidate=types.SimpleNamespace(definition=lambda v: None),
+                                    inputs=[])
     assert not kernel_reads_env(segment, launch, set(), {0})
     assert kernel_reads_env(segment, launch, set(), set())
+
+
+def test_a_host_scalar_tensor_is_read_each_call_by_the_plain_launch(monkeypatch) -> None:
+    """A 0-dim CPU tensor input is passed by value (HOST_SCALAR): the warm step hands the
+    tensor itself to the plain launch, which packs its value read on the host at each call,
+    so that the run keeps no environment for it."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=True)
+        fd.add_output(fd.ops.mul(x, s))
+    x, s = torch.randn(8, 64), torch.tensor(2.5)
+    (segment,) = segment_fusion(fd.fusion, [x, s]).segments
+    kernel = generate(segment, RuntimeInfo(fd.fusion, [x, s]), [x, s])
+    launch = Launch.plan(segment, Prepared(kernel, types.SimpleNamespace(ptr=1)),
+                         torch.device("cuda", 0))
+    slot = _slot(kernel, ArgKind.HOST_SCALAR)
+    calls: list[list[int]] = []
+    monkeypatch.setattr(launch_module, "cuda_driver", lambda: types.SimpleNamespace(
+        launchKernel=lambda *arguments: calls.append(list(launch.slots))))
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, raising=False)
+    empty = torch.empty_strided
+    monkeypatch.setattr(torch, "empty_strided",
+                        lambda size, stride, dtype, device: empty(size, stride, dtype=dtype))
+    assert not kernel_reads_env(segment, launch, set(), set())
+    program = types.SimpleNamespace(lines=[], names={"BASE": {}}, fixed=set(), dynamic=set(),
+                                    with_env=False, name=lambda prefix, value: f"{prefix}1")
+    executor = types.SimpleNamespace(poison=False, synchronize=False)
+    plain = kernel_step(program, segment, launch, executor)
+    assert plain is not None
+    (line,) = program.lines
+    arguments = line.split("= P1(")[1].rstrip(")").split(", ")
+    assert arguments == [f"v{value.uid}" for value in segment.inputs]
+    given = [x if value.uid == fd.fusion.inputs[0].uid else s for value in segment.inputs]
+    for value in (2.5, -0.125):
+        s.fill_(value)
+        plain(*given)
+        assert torch.tensor([calls[-1][slot]]).view(torch.float32)[0].item() == value

@@ -159,17 +159,17 @@ class Launch:
         return outputs
 
     def plain(self, executor: Any, numbers: dict[int, object] | None = None,
-              per_call: dict[int, tuple[int, bool]] | None = None) -> Any:
+              per_call: dict[int, tuple[int, str]] | None = None) -> Any:
         """The launch as one function of the segment's input tensors returning its outputs (in
         ``self.outputs`` order), on an executor that neither poisons nor waits; None otherwise.
         The warm run (``runtime.warm``) calls it. Workspaces are made as ``__call__`` makes
         them (zeroed ones once, the rest per call); a scalar parameter takes its value from
         ``numbers`` (slot -> number: the caller's own, fixed for it, as a warm run's sizes and
-        constants are) or, for a slot in ``per_call`` (slot -> (argument index, whether a random
-        op's seed or offset)), from the function's argument at that index, after the tensors:
-        a value of each call's own; a launch with any other (a host scalar's tensor) has
-        none. Its ``ahead()`` makes the next call's outputs and workspaces
-        (``runtime.plain_launch``)."""
+        constants are) or, for a slot in ``per_call`` (slot -> (argument index, what it is:
+        ``"number"``, ``"random"`` for a random op's seed or offset, ``"tensor"`` for a 0-dim
+        CPU tensor read on the host)), from the function's argument at that index: a value of
+        each call's own; a launch with any other has none. Its ``ahead()`` makes the next
+        call's outputs and workspaces (``runtime.plain_launch``)."""
         if executor.poison or executor.synchronize or self.direct is not None:
             return None
         numbers, per_call = numbers or {}, per_call or {}
@@ -184,8 +184,10 @@ class Launch:
                 else:
                     fresh.append((slot, param.nbytes))
             elif slot in per_call:
-                index, random = per_call[slot]
-                called[slot] = (typed, index, philox_word if random else _PACK[param.ctype])
+                index, kind = per_call[slot]
+                called[slot] = (typed, index, philox_word if kind == "random"
+                                else _host_value(_PACK[param.ctype]) if kind == "tensor"
+                                else _PACK[param.ctype])
             elif slot in numbers and (param.kind is ArgKind.SCALAR or param.kind in _RNG_KINDS):
                 number = numbers[slot]
                 number = number.item() if isinstance(number, torch.Tensor) else number
@@ -254,6 +256,11 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
             number = source.item() if isinstance(source, torch.Tensor) else source
             values.append(_PACK[param.ctype](number))
     return values, outputs
+
+
+def _host_value(pack: Any) -> Any:
+    """The packing of a 0-dim CPU tensor's value (a HOST_SCALAR parameter)."""
+    return lambda tensor: pack(tensor.item())
 
 
 def workspace(param: KernelArg, device: torch.device,

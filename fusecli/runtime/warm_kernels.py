@@ -1,8 +1,8 @@
 """A kernel's step in a compiled warm run (``runtime.warm``): one call of ``Launch.plain``
-where every parameter is a tensor, a workspace, a scalar the signature decides or a scalar
+where every parameter is a tensor, a workspace, a scalar the signature decides, a scalar
 input read anew each call (``cache.value_free_scalars``: a dropout's Philox seed and offset, a
-scale), else the launch's own call on the run's environment (a host scalar's tensor, a value
-computed from tensor data).
+scale) or a 0-dim CPU tensor among the segment's inputs (its value read on the host each call),
+else the launch's own call on the run's environment (a value computed from tensor data).
 
 Scalars read anew are the compiled run's locals, bound at its start; a plain launch takes them
 after the segment's tensors and writes them into their parameter slots: a random op's seed and
@@ -32,11 +32,15 @@ def kernel_step(program: Any, segment: Any, launch: Any, executor: Any) -> Any:
     the plain launch it calls, or None where it calls the launch's own call."""
     tensors = [f"v{value.uid}" for value in segment.inputs]
     outputs = [uid for _, uid, *_ in launch.outputs]
-    per_call: dict[int, tuple[int, bool]] = {}  # slot -> (argument index, a random op's)
+    per_call: dict[int, tuple[int, str]] = {}  # slot -> (argument index, what it passes)
+    positions = {value.uid: number for number, value in enumerate(segment.inputs)}
     for slot, param, _ in launch.others:
+        if param.kind is ArgKind.HOST_SCALAR and param.value.uid in positions:
+            per_call[slot] = (positions[param.value.uid], "tensor")  # a segment input's value
+            continue
         uid = per_call_source(param, program.dynamic, segment)
         if uid is not None:
-            per_call[slot] = (len(tensors), param.kind in _RNG)
+            per_call[slot] = (len(tensors), "random" if param.kind in _RNG else "number")
             tensors.append(f"v{uid}")
     plain = launch.plain(executor, fixed_numbers(program, launch), per_call)
     if plain is not None:
@@ -105,8 +109,10 @@ def per_call_source(param: Any, dynamic: set[int], segment: Any) -> int | None:
 
 def kernel_reads_env(segment: Any, launch: Any, fixed: set[int], dynamic: set[int]) -> bool:
     """Whether the launch's parameters read values the run does not hold as locals."""
+    inputs = {value.uid for value in segment.inputs}
     for _, param, _ in launch.others:
         if (param.kind is ArgKind.WORKSPACE
+                or (param.kind is ArgKind.HOST_SCALAR and param.value.uid in inputs)
                 or per_call_source(param, dynamic, segment) is not None):  # uid 0 is one too
             continue
         value = source(param)
