@@ -85,6 +85,9 @@ def run_population(args: Any) -> int:
         command = child_command(args.population, args.seed, args.min_elements)
         ahead = precompile([m.name for m in members], command, args.compile_workers)
         print(ahead.summary(), file=sys.stderr, flush=True)
+        if getattr(args, "compile_only", False):
+            print(ahead.summary())
+            return 0
     results = []
     for member in members:
         crashed = ahead.crashed.get(member.name) if ahead else None

@@ -467,6 +467,10 @@ def main() -> int:
                         default=max(1, min(8, (os.cpu_count() or 2) // 2)),
                         help="with --population --compile: child processes that compile the "
                              "graphs first (precompile.py; default: half the cores, at most 8)")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="with --population: compile the graphs ahead (Inductor's caches "
+                             "on disk) and stop, measuring nothing: a later --compile run "
+                             "loads them")
     parser.add_argument("--memory-calls", type=int, default=10000)
     parser.add_argument("--json", type=Path, help="write the rows here too")
     parser.add_argument("--profile", action="store_true",
@@ -486,6 +490,7 @@ def main() -> int:
                         help="time each call without flushing L2 first (the method before "
                              "2026-12-07: the engines' turns leave each other cached data)")
     args = parser.parse_args()
+    args.compile = args.compile or args.compile_only
     global COLD_L2
     COLD_L2 = not args.warm_l2
     if args.population is not None:
