@@ -74,3 +74,34 @@ def test_the_function_is_written_once_per_fusion_and_positions() -> None:
     fusion = _fusion()
     assert key_function(fusion, frozenset()) is key_function(fusion, frozenset())
     assert key_function(fusion, frozenset({2})) is not key_function(fusion, frozenset())
+
+
+class _OnDevice(torch.Tensor):
+    """A CPU tensor that answers as a CUDA tensor on device ``index`` would."""
+
+    index = 0
+
+    @property
+    def is_cuda(self) -> bool:
+        return True
+
+    def get_device(self) -> int:
+        return self.index
+
+
+def _on(index: int) -> torch.Tensor:
+    made = torch.Tensor._make_subclass(_OnDevice, X)
+    made.index = index
+    return made
+
+
+def test_the_key_holds_a_cuda_tensors_device_index_and_another_tensors_device() -> None:
+    fusion = _fusion()
+    written = key_function(fusion, frozenset({2}))
+    keys = {name: warm_key(call, "nvfuser", "auto", None, frozenset({2}))
+            for name, call in {"cuda 0": [_on(0), W, 0.5, 3], "cuda 1": [_on(1), W, 0.5, 3],
+                               "cpu": [X, W, 0.5, 3],
+                               "meta": [X.to("meta"), W, 0.5, 3]}.items()}
+    assert len(set(keys.values())) == 4
+    assert keys["cuda 1"][7] == 1 and keys["cpu"][7] == torch.device("cpu")
+    assert written([X, W, 0.5, 3], "nvfuser", "auto", None) == keys["cpu"]

@@ -26,6 +26,7 @@ from fusecli.frontend.generator import seeded_variant
 from fusecli.frontend.placement import check_kernel_outputs
 from fusecli.ir import dtype as dt
 from fusecli.ir import nodes
+from fusecli.runtime.segmented import execute as run_warm
 from fusecli.segment.rules import Switches
 
 # nvFuser's option names (csrc/options.cpp), today's and those of the legacy frontend's time.
@@ -82,10 +83,12 @@ def run(fd: Any, fusion: nodes.Fusion, inputs: list[Any], device: Any,
     the checks once and has no unseeded random op) goes straight to the warm path: a warm
     call's host time is what the device waits for."""
     try:
-        if switches is None and fusion.memo.get("runs_plain") and session.runs_directly(fd):
-            if fd is not None:
-                fd._last_seeds = None
-            return session.run_plain(fusion, inputs, device)
+        if switches is None and fusion.memo.get("runs_plain"):
+            current = session.current()
+            if not current.listening and current.run_executes:  # session.runs_directly
+                if fd is not None:
+                    fd._last_seeds = None
+                return run_warm(fusion, inputs, current.rules, current.executor, device)
         return _checked_run(fd, fusion, inputs, device, switches)
     except InputError as error:
         message = binding_message(fusion, inputs)

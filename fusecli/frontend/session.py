@@ -108,12 +108,6 @@ def execute(fd: FusionDefinition, inputs: list[Any], device: Any,
     return call.outputs
 
 
-def run_plain(fusion: Fusion, inputs: list[Any], device: Any) -> list[Any]:
-    """The warm path with the session's rules and executor: ``run`` where it goes straight
-    to the executors with no switches."""
-    return run_warm(fusion, inputs, _current.rules, _current.executor, device)
-
-
 def _run_fusion(fusion: Fusion, inputs: list[Any], device: Any,
                 switches: Switches | None) -> list[Any]:
     if switches is None:

@@ -11,7 +11,9 @@ a function that computes the same tuple for the usual call: one value per input,
 (of type ``torch.Tensor`` itself) where the fusion declares one, a Python number where it
 declares a scalar. Unrolled, it makes one tuple instead of growing one per input. Any other
 call (a count that differs, a subclass of Tensor, a 0-dim tensor for a scalar, nested lists)
-takes ``warm_key`` itself, so both give one key for one call.
+takes ``warm_key`` itself, so both give one key for one call. A CUDA tensor's device is its
+index (an int: made, hashed and compared in a third of the time a ``torch.device`` takes, and
+never equal to the ``torch.device`` any other tensor's key holds).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ _ENCODED = os.environ.encodekey(ENV_VAR) if hasattr(os.environ, "encodekey") els
 _NUMBERS = (bool, int, float, complex)  # scalars whose key is their type (and repr)
 
 
+# fault_setting() inlined into a written key (os.environ's store is one dict for the process)
+_FAULT = "ENVIRON.get(ENCODED)" if _environ is not None else "FAULT()"
+
+
 def fault_setting() -> object:
     """``FUSECLI_INJECT_FAULT`` as it reads now (os.environ's own store: a tenth the time of
     ``os.environ.get``, which encodes the name on every call)."""
@@ -50,8 +56,9 @@ def warm_key(flat: Sequence[Any], rules: str, executor: str, device: Any,
     for position, value in enumerate(flat):
         if type(value) is Tensor or isinstance(value, Tensor):
             dtype = value.dtype
-            key += (dtype, value.shape, value.stride(), value.device, value.data_ptr() & 15,
-                    value.is_neg(), dtype.is_complex and value.is_conj())
+            key += (dtype, value.shape, value.stride(),
+                    value.get_device() if value.is_cuda else value.device,
+                    value.data_ptr() & 15, value.is_neg(), dtype.is_complex and value.is_conj())
         elif isinstance(value, (list, tuple)):
             return None
         elif position in free:
@@ -73,11 +80,12 @@ def key_function(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
 
 def _written(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
     names = [f"a{position}" for position in range(len(fusion.inputs))]
-    checks, parts = [], ["rules", "executor", "device", "FAULT()"]
+    checks, parts = [], ["rules", "executor", "device", _FAULT]
     for position, (name, value) in enumerate(zip(names, fusion.inputs)):
         if isinstance(value, TensorView):
             checks.append(f"type({name}) is not TENSOR")
-            parts += [f"{name}.dtype", f"{name}.shape", f"{name}.stride()", f"{name}.device",
+            parts += [f"{name}.dtype", f"{name}.shape", f"{name}.stride()",
+                      f"({name}.get_device() if {name}.is_cuda else {name}.device)",
                       f"{name}.data_ptr() & 15", f"{name}.is_neg()",
                       f"{name}.dtype.is_complex and {name}.is_conj()"]
         else:
@@ -95,6 +103,6 @@ def _written(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
                   "        return GENERIC(flat, rules, executor, device, FREE)"]
     lines.append(f"    return ({', '.join(parts)},)")
     namespace = {"TENSOR": Tensor, "NUMBERS": frozenset(_NUMBERS), "FAULT": fault_setting,
-                 "GENERIC": warm_key, "FREE": free}
+                 "GENERIC": warm_key, "FREE": free, "ENVIRON": _environ, "ENCODED": _ENCODED}
     exec(compile("\n".join(lines) + "\n", "<fusecli warm key>", "exec"), namespace)  # noqa: S102
     return namespace["key"]
