@@ -229,3 +229,39 @@ def test_a_host_scalar_tensor_is_read_each_call_by_the_plain_launch(monkeypatch)
         s.fill_(value)
         plain(*given)
         assert torch.tensor([calls[-1][slot]]).view(torch.float32)[0].item() == value
+
+
+def test_a_plain_launch_makes_its_outputs_like_an_input_of_their_dtype(monkeypatch) -> None:
+    """An output of an input's dtype is that input's ``new_empty_strided`` (same device, no
+    keywords), with the layout ``torch.empty_strided`` would give it; one of another dtype,
+    and the next call's buffers made ahead, take ``torch.empty_strided``."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x))
+        fd.add_output(fd.ops.cast(x, DataType.Half))
+    x = torch.randn(8, 64)
+    (segment,) = segment_fusion(fd.fusion, [x]).segments
+    kernel = generate(segment, RuntimeInfo(fd.fusion, [x]), [x])
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)  # the index of a CPU plan
+    cpu = torch.device("cpu")
+    launch = Launch.plan(segment, Prepared(kernel, types.SimpleNamespace(ptr=1)), cpu, [x])
+    assert launch.like == {torch.float32: 0}
+    monkeypatch.setattr(launch_module, "cuda_driver", lambda: types.SimpleNamespace(
+        launchKernel=lambda *arguments: None))
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, raising=False)
+    empty, made = torch.empty_strided, []
+
+    def counted(size, stride, dtype, device):
+        made.append(dtype)
+        return empty(size, stride, dtype=dtype, device=device)
+
+    monkeypatch.setattr(torch, "empty_strided", counted)
+    plain = launch.plain(types.SimpleNamespace(poison=False, synchronize=False))
+    assert ".new_empty_strided(" in plain.source
+    outputs = plain(x)
+    assert made == [torch.float16]  # the float output was made like x
+    for (_, _, shape, dtype, logical, strides), output in zip(launch.outputs, outputs):
+        size, stride = launch_module.allocated_layout(shape, strides, logical)
+        assert (output.dtype, tuple(output.shape), output.stride()) == (dtype, size, stride)
+    plain.ahead()
+    assert made == [torch.float16, torch.float32, torch.float16]

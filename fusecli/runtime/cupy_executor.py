@@ -174,7 +174,7 @@ class CupyExecutor:
             try:
                 prepared = Prepared(kernel, self._load(kernel, device))
                 if type(self)._launch is CupyExecutor._launch:  # the real device, not a stand-in
-                    prepared.launch = Launch.plan(segment, prepared, device)
+                    prepared.launch = Launch.plan(segment, prepared, device, inputs)
             except CompileError as error:
                 prepared = FallbackReason(f"{KERNEL_FAILED} to compile: {error}")
             except Exception as error:  # CuPy could not load the CUBIN on this device

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -81,15 +81,21 @@ class Launch:
     """
 
     __slots__ = ("kernel", "device", "index", "function", "address", "grid", "block", "shared",
-                 "slots", "pointers", "params", "inputs", "outputs", "others", "lock", "direct")
+                 "slots", "pointers", "params", "inputs", "outputs", "others", "lock", "direct",
+                 "like")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.direct: str | None = None  # why the driver's launch failed, once it has
 
     @classmethod
-    def plan(cls, segment: Segment, prepared: Prepared, device: torch.device) -> Launch | None:
-        """The plan, or None where the function is not a CuPy function (no driver pointer)."""
+    def plan(cls, segment: Segment, prepared: Prepared, device: torch.device,
+             tensors: Sequence[Any] = ()) -> Launch | None:
+        """The plan, or None where the function is not a CuPy function (no driver pointer).
+        ``tensors``: the segment's inputs of the call it is planned for; ``like`` keeps, per
+        dtype, the position of one on ``device`` (the key of a warm run fixes each input's
+        dtype and device), whose ``new_empty_strided`` makes an output of that dtype in less
+        host time than ``torch.empty_strided`` with its keywords."""
         kernel = prepared.kernel
         address = getattr(prepared.function, "ptr", None)
         if not isinstance(address, int):
@@ -108,6 +114,10 @@ class Launch:
         launch.pointers = (ctypes.c_void_p * count)(*(base + 8 * n for n in range(count)))
         launch.params = ctypes.addressof(launch.pointers)
         launch.inputs, launch.outputs, launch.others = [], [], []
+        launch.like = {}
+        for position, tensor in enumerate(tensors):
+            if isinstance(tensor, torch.Tensor) and tensor.device == device:
+                launch.like.setdefault(tensor.dtype, position)
         for slot, param in enumerate(kernel.args):
             if param.kind is ArgKind.INPUT:
                 if param.value.uid not in positions:
