@@ -265,3 +265,44 @@ def test_a_plain_launch_makes_its_outputs_like_an_input_of_their_dtype(monkeypat
         assert (output.dtype, tuple(output.shape), output.stride()) == (dtype, size, stride)
     plain.ahead()
     assert made == [torch.float16, torch.float32, torch.float16]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["small", "large"])
+def test_a_grid_reductions_partials_are_made_once_where_small(monkeypatch, kept) -> None:
+    """An outer reduction split over blocks writes partials to a workspace before reading
+    them: a plain launch makes it once (calls on one stream run in order) up to
+    KEPT_WORKSPACE_BYTES, and per call above it."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[0]))
+    x = torch.randn(65536, 64)
+    (segment,) = segment_fusion(fd.fusion, [x]).segments
+    kernel = generate(segment, RuntimeInfo(fd.fusion, [x]), [x])
+    workspaces = [n for n, arg in enumerate(kernel.args)
+                  if arg.kind is ArgKind.WORKSPACE and not arg.zeroed]
+    assert workspaces, kernel.describe()
+    monkeypatch.setattr(launch_module, "KEPT_WORKSPACE_BYTES", 1 << 30 if kept else 0)
+    launch = Launch.plan(segment, Prepared(kernel, types.SimpleNamespace(ptr=1)),
+                         torch.device("cuda", 0))
+    slots: list[list[int]] = []
+    monkeypatch.setattr(launch_module, "cuda_driver", lambda: types.SimpleNamespace(
+        launchKernel=lambda *arguments: slots.append(list(launch.slots))))
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, raising=False)
+    empty, made = torch.empty_strided, []
+
+    def counted(size, stride, dtype, device):
+        made.append(dtype)
+        return empty(size, stride, dtype=dtype)
+
+    monkeypatch.setattr(torch, "empty_strided", counted)
+    for name in ("empty", "zeros"):  # the workspaces made once, on the CPU
+        made_once = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda size, dtype=None, device=None,
+                            made_once=made_once: made_once(size, dtype=dtype))
+    plain = launch.plain(types.SimpleNamespace(poison=False, synchronize=False))
+    for _ in range(3):
+        plain(x)
+    per_call = made.count(torch.uint8)
+    assert per_call == (0 if kept else 3 * len(workspaces))
+    if kept:
+        assert len({tuple(s[n] for n in workspaces) for s in slots}) == 1

@@ -172,10 +172,11 @@ class Launch:
               per_call: dict[int, tuple[int, str]] | None = None) -> Any:
         """The launch as one function of the segment's input tensors returning its outputs (in
         ``self.outputs`` order), on an executor that neither poisons nor waits; None otherwise.
-        The warm run (``runtime.warm``) calls it. Workspaces are made as ``__call__`` makes
-        them (zeroed ones once, the rest per call); a scalar parameter takes its value from
-        ``numbers`` (slot -> number: the caller's own, fixed for it, as a warm run's sizes and
-        constants are) or, for a slot in ``per_call`` (slot -> (argument index, what it is:
+        The warm run (``runtime.warm``) calls it. Workspaces are made once (zeroed ones, and
+        others up to ``KEPT_WORKSPACE_BYTES``), larger ones per call; a scalar parameter takes
+        its value from ``numbers`` (slot -> number: the caller's own, fixed for it, as a warm
+        run's sizes and constants are) or, for a slot in ``per_call`` (slot -> (argument
+        index, what it is:
         ``"number"``, ``"random"`` for a random op's seed or offset, ``"tensor"`` for a 0-dim
         CPU tensor read on the host)), from the function's argument at that index: a value of
         each call's own; a launch with any other has none. Its ``ahead()`` makes the next
@@ -191,6 +192,10 @@ class Launch:
             if param.kind is ArgKind.WORKSPACE:
                 if param.zeroed:
                     pointers[slot] = workspace(param, self.device, typed).data_ptr()
+                elif param.nbytes <= KEPT_WORKSPACE_BYTES:  # made once too: see the constant
+                    typed.setdefault("kept", torch.empty(max(1, param.nbytes), dtype=torch.uint8,
+                                                         device=self.device))
+                    pointers[slot] = typed["kept"].data_ptr()
                 else:
                     fresh.append((slot, param.nbytes))
             elif slot in per_call:
@@ -266,6 +271,14 @@ def kernel_arguments(kernel: Kernel, env: MutableMapping[int, object], ctx: Exec
             number = source.item() if isinstance(source, torch.Tensor) else source
             values.append(_PACK[param.ctype](number))
     return values, outputs
+
+
+# A workspace the kernel writes before it reads (a grid reduction's partials) up to this size is
+# made once per plain launch, as a zeroed one is: calls on one stream run one after the other,
+# so the next call's kernel writes it only after the last one read it (calls on two streams at
+# once would share the zeroed counters already). That is one allocation less per call, 1.5-2.5
+# us of host time on the GPU machine before the launch; larger ones are made per call.
+KEPT_WORKSPACE_BYTES = 4 << 20
 
 
 def _host_value(pack: Any) -> Any:
