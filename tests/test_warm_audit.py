@@ -57,3 +57,21 @@ def test_steps_name_a_general_launch_and_the_environment() -> None:
     source = ("def run(flat):\n    (v1,) = flat\n    env = BASE.copy()\n    env[1] = v1\n"
               "    v4 = L6(S7, [v1], env, ctx, X8)[4]\n    return [v4]\n")
     assert steps(source) == ("L", "locals", True)
+
+
+def test_a_part_run_as_parts_of_its_own_is_replayed_kernel_by_kernel() -> None:
+    """Two reductions over dim 0, one of a slice (rows of another length): the segment's
+    reduction part is cut again (runtime.parts); the warm run replays every kernel of both
+    levels, in the order they ran, instead of giving up on the segment."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True],
+                             dtype=DataType.Double)
+        whole = fd.ops.sum(fd.ops.ceil(x), dims=[0], keepdim=True)
+        fd.add_output(fd.ops.minimum(whole, fd.define_scalar(2.0, dtype=DataType.Double)))
+        cut = fd.ops.slice(x, start_indices=[14, 0, 0], end_indices=[16, 64, 256])
+        fd.add_output(fd.ops.var(cut, dims=[0], correction=0, keepdim=False))
+    with stand_in_device(), torch.no_grad():
+        line, slow = audit("nested parts", fd, [torch.randn(16, 64, 256, dtype=torch.float64)],
+                           show=False)
+    assert not slow, line
+    assert line.split()[2] == "PPP", line

@@ -95,8 +95,7 @@ class SegmentRunner:
                                   fallback=self.aten, strict=self.strict)
             executor, fallback = outcome.executor, outcome.fallback
             if self.trace is not None:
-                for part, ran in outcome.parts or ((segment, outcome),):
-                    self._record(part, ran)
+                self._record(segment, outcome)
         else:  # scalar exprs join the segment: only ATen runs such a mixed expr list
             self.aten.run_exprs(exprs, self.env, self.ctx)
             if self.trace is not None:
@@ -112,6 +111,10 @@ class SegmentRunner:
     def _record(self, segment: Segment, outcome: SegmentOutcome) -> None:
         """The trace's steps for ``segment`` (or a part of one) run as ``outcome`` says."""
         assert self.trace is not None
+        if outcome.parts:  # a part run as parts of its own
+            for part, ran in outcome.parts:
+                self._record(part, ran)
+            return
         if outcome.executor == self.aten.name:
             self.trace.aten(segment.exprs, self.aten)
         else:
