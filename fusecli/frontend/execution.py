@@ -26,7 +26,7 @@ from fusecli.frontend.generator import seeded_variant
 from fusecli.frontend.placement import check_kernel_outputs
 from fusecli.ir import dtype as dt
 from fusecli.ir import nodes
-from fusecli.runtime.segmented import execute as run_warm
+from fusecli.runtime.segmented import warm_entry
 from fusecli.segment.rules import Switches
 
 # nvFuser's option names (csrc/options.cpp), today's and those of the legacy frontend's time.
@@ -88,7 +88,8 @@ def run(fd: Any, fusion: nodes.Fusion, inputs: list[Any], device: Any,
             if not current.listening and current.run_executes:  # session.runs_directly
                 if fd is not None:
                     fd._last_seeds = None
-                return run_warm(fusion, inputs, current.rules, current.executor, device)
+                call = fusion.memo.get("warm_call") or warm_entry(fusion)  # segmented.execute
+                return call(inputs, current.rules, current.executor, device)
         return _checked_run(fd, fusion, inputs, device, switches)
     except InputError as error:
         message = binding_message(fusion, inputs)

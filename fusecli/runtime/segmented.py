@@ -27,7 +27,7 @@ from fusecli.runtime.outputs import collect_outputs
 from fusecli.runtime.registry import executor_named, fallback_executor
 from fusecli.runtime.warm import CAPACITY as WARM_CAPACITY
 from fusecli.runtime.warm import Trace, compile_run
-from fusecli.runtime.warm_keys import key_function, warm_key
+from fusecli.runtime.warm_keys import entry_function, key_function, warm_key
 from fusecli.segment.output_aliases import output_allocations
 from fusecli.segment.result import Segment, SegmentedFusion
 
@@ -250,20 +250,41 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
             executor: str = "auto", device: Any = None) -> list[Any]:
     """What ``fd.execute`` does: the compiled run of the inputs' signature
     (``runtime.warm``), or, on its first call, the full run, compiled for the next. A compiled
-    run that raises where the full run then succeeds is dropped: that signature runs in full."""
-    warmed = fusion.memo.get("warm_call")
-    if warmed is None:  # scalars read anew each call (a Philox offset), the key, the runs
-        free = value_free_scalars(fusion)
+    run that raises where the full run then succeeds is dropped: that signature runs in full.
+    The warm call is one function written per fusion (``warm_keys.entry_function``)."""
+    call = fusion.memo.get("warm_call")
+    if call is None:
+        call = warm_entry(fusion)
+    return call(inputs, rules, executor, device)
+
+
+def warm_entry(fusion: Fusion) -> Any:
+    """The fusion's warm call (made once): ``execute`` is it, and so may a caller be that
+    holds it (``frontend.execution``)."""
+    call = fusion.memo.get("warm_call")
+    if call is None:
+        free = value_free_scalars(fusion)  # scalars read anew each call (a Philox offset)
         runs = fusion.memo["warm"] = OrderedDict()
-        warmed = fusion.memo["warm_call"] = (free, key_function(fusion, free), runs)
-    free, keyed, runs = warmed
-    flat, key = inputs, keyed(inputs, rules, executor, device)
+
+        def general(inputs: Sequence[Any], rules: str, executor: str, device: Any,
+                    broken: bool = False) -> list[Any]:
+            return _general(fusion, free, runs, inputs, rules, executor, device, broken)
+
+        call = fusion.memo["warm_call"] = entry_function(fusion, free, runs, general)
+    return call
+
+
+def _general(fusion: Fusion, free: frozenset[int], runs: OrderedDict, inputs: Sequence[Any],
+             rules: str, executor: str, device: Any, broken: bool) -> list[Any]:
+    """A call the written entry does not take: its compiled run where it has one (unless
+    ``broken``: it raised), else the full run, compiled for the next call of its signature."""
+    flat = inputs
+    key = key_function(fusion, free)(inputs, rules, executor, device)
     if key is None:  # nested lists and tuples (define_vector inputs' values)
         flat = flatten_inputs(inputs)
         key = warm_key(flat, rules, executor, device, free)
     warm = runs.get(key, _UNSEEN)
-    broken = False
-    if warm is not None and warm is not _UNSEEN:
+    if not broken and warm is not None and warm is not _UNSEEN:
         try:
             return warm(flat)
         except Exception:  # the full run reports it, naming the segment and op

@@ -19,7 +19,7 @@ never equal to the ``torch.device`` any other tensor's key holds).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -79,6 +79,40 @@ def key_function(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
 
 
 def _written(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
+    checks, parts, unpacked = _key_source(fusion, free)
+    generic = "        return GENERIC(flat, rules, executor, device, FREE)"
+    lines = ["def key(flat, rules, executor, device):",
+             f"    if len(flat) != {len(fusion.inputs)}:", generic, f"    {unpacked}"]
+    if checks:
+        lines += [f"    if {' or '.join(checks)}:", generic]
+    lines.append(f"    return ({', '.join(parts)},)")
+    return _compiled(lines, "key", {"GENERIC": warm_key, "FREE": free})
+
+
+def entry_function(fusion: Fusion, free: frozenset[int], runs: Mapping[tuple, Any],
+                   general: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    """A warm call of ``fusion`` as one function ``(flat, rules, executor, device)``: the
+    written key, the compiled run it finds in ``runs``, the run; any call the written key does
+    not take, a key without a compiled run, or a run that raises goes to ``general`` (the
+    last with ``broken=True``), which takes it in full. One frame instead of the key's and
+    the lookup's own: a warm call's host time is what the device waits for."""
+    checks, parts, unpacked = _key_source(fusion, free)
+    general_call = "        return GENERAL(flat, rules, executor, device)"
+    lines = ["def call(flat, rules, executor, device):",
+             f"    if len(flat) != {len(fusion.inputs)}:", general_call, f"    {unpacked}"]
+    if checks:
+        lines += [f"    if {' or '.join(checks)}:", general_call]
+    lines += [f"    run = RUNS.get(({', '.join(parts)},))",
+              "    if run is None:", general_call,
+              "    try:",
+              "        return run(flat)",
+              "    except Exception:  # the full run reports it, naming the segment and op",
+              "        return GENERAL(flat, rules, executor, device, True)"]
+    return _compiled(lines, "call", {"RUNS": runs, "GENERAL": general})
+
+
+def _key_source(fusion: Fusion, free: frozenset[int]) -> tuple[list[str], list[str], str]:
+    """The written key's type checks, its parts and the line unpacking ``flat``."""
     names = [f"a{position}" for position in range(len(fusion.inputs))]
     checks, parts = [], ["rules", "executor", "device", _FAULT]
     for position, (name, value) in enumerate(zip(names, fusion.inputs)):
@@ -92,17 +126,12 @@ def _written(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
             checks.append(f"type({name}) not in NUMBERS")
             parts += [f"type({name})"] + ([] if position in free else [f"repr({name})"])
     unpacked = f"({', '.join(names)},) = flat" if names else "pass"
-    lines = [
-        "def key(flat, rules, executor, device):",
-        f"    if len(flat) != {len(names)}:",
-        "        return GENERIC(flat, rules, executor, device, FREE)",
-        f"    {unpacked}",
-    ]
-    if checks:
-        lines += [f"    if {' or '.join(checks)}:",
-                  "        return GENERIC(flat, rules, executor, device, FREE)"]
-    lines.append(f"    return ({', '.join(parts)},)")
+    return checks, parts, unpacked
+
+
+def _compiled(lines: list[str], name: str, names: dict[str, Any]) -> Any:
     namespace = {"TENSOR": Tensor, "NUMBERS": frozenset(_NUMBERS), "FAULT": fault_setting,
-                 "GENERIC": warm_key, "FREE": free, "ENVIRON": _environ, "ENCODED": _ENCODED}
-    exec(compile("\n".join(lines) + "\n", "<fusecli warm key>", "exec"), namespace)  # noqa: S102
-    return namespace["key"]
+                 "ENVIRON": _environ, "ENCODED": _ENCODED, **names}
+    exec(compile("\n".join(lines) + "\n", f"<fusecli warm {name}>", "exec"),  # noqa: S102
+         namespace)
+    return namespace[name]
