@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -95,18 +96,21 @@ def back_to_back_us(call: Callable[[], object], calls: int = 2000) -> float:
     return elapsed / calls * 1e6
 
 
-def parts(inputs: list, outputs: list, runs: list) -> str:
+def parts(fusion: Any, inputs: list, outputs: list, runs: list) -> str:
     """What the pieces of a warm call cost alone, each made back to back: one
-    ``torch.empty_strided`` per output as the launch makes it, the input signature's key, and
-    the compiled replay without ``fd.execute``'s way to it."""
-    from fusecli.runtime.warm_keys import warm_key
+    ``torch.empty_strided`` per output as the launch makes it, the input signature's key (the
+    function written for the fusion, as the warm call computes it), and the compiled replay
+    without ``fd.execute``'s way to it."""
+    from fusecli.runtime.cache import value_free_scalars
+    from fusecli.runtime.warm_keys import key_function
 
     empties = [back_to_back_us(lambda o=o: torch.empty_strided(
         o.shape, o.stride(), dtype=o.dtype, device=o.device))
         for o in outputs if isinstance(o, torch.Tensor)]
-    key = back_to_back_us(lambda: warm_key(inputs, "nvfuser", "auto", None))
+    keyed = key_function(fusion, value_free_scalars(fusion))
+    key = back_to_back_us(lambda: keyed(inputs, "nvfuser", "auto", None))
     text = (f"   parts, back to back: torch.empty_strided per output "
-            f"{', '.join(f'{u:.1f}' for u in empties)} us; warm_key {key:.1f} us")
+            f"{', '.join(f'{u:.1f}' for u in empties)} us; the key {key:.1f} us")
     for run in filter(None, runs):
         text += f"; the replay alone {back_to_back_us(lambda run=run: run(inputs), 500):.1f} us"
     return text
@@ -165,7 +169,7 @@ def report(member: population.Member, nvfuser: object, why: str | None) -> None:
     print(line)
     print("   CUDA-event time per call (us): " + " / ".join(f"{e:.1f}" for e in events)
           + "; device time: " + " / ".join(f"{d:.1f}" for d in devices))
-    print(parts(inputs, outputs, list(fd.fusion.memo.get("warm", {}).values())))
+    print(parts(fd.fusion, inputs, outputs, list(fd.fusion.memo.get("warm", {}).values())))
     for run in fd.fusion.memo.get("warm", {}).values():
         print(getattr(run, "source", "(no replay: every call runs in full)"))
     print(profile(lambda: fd.execute(inputs)))
