@@ -79,13 +79,9 @@ def key_function(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
 
 
 def _written(fusion: Fusion, free: frozenset[int]) -> KeyFunction:
-    checks, parts, unpacked = _key_source(fusion, free)
-    generic = "        return GENERIC(flat, rules, executor, device, FREE)"
-    lines = ["def key(flat, rules, executor, device):",
-             f"    if len(flat) != {len(fusion.inputs)}:", generic, f"    {unpacked}"]
-    if checks:
-        lines += [f"    if {' or '.join(checks)}:", generic]
-    lines.append(f"    return ({', '.join(parts)},)")
+    lines, key = _prologue("key", fusion, free,
+                           "        return GENERIC(flat, rules, executor, device, FREE)")
+    lines.append(f"    return {key}")
     return _compiled(lines, "key", {"GENERIC": warm_key, "FREE": free})
 
 
@@ -96,19 +92,27 @@ def entry_function(fusion: Fusion, free: frozenset[int], runs: Mapping[tuple, An
     not take, a key without a compiled run, or a run that raises goes to ``general`` (the
     last with ``broken=True``), which takes it in full. One frame instead of the key's and
     the lookup's own: a warm call's host time is what the device waits for."""
-    checks, parts, unpacked = _key_source(fusion, free)
     general_call = "        return GENERAL(flat, rules, executor, device)"
-    lines = ["def call(flat, rules, executor, device):",
-             f"    if len(flat) != {len(fusion.inputs)}:", general_call, f"    {unpacked}"]
-    if checks:
-        lines += [f"    if {' or '.join(checks)}:", general_call]
-    lines += [f"    run = RUNS.get(({', '.join(parts)},))",
+    lines, key = _prologue("call", fusion, free, general_call)
+    lines += [f"    run = RUNS.get({key})",
               "    if run is None:", general_call,
               "    try:",
               "        return run(flat)",
               "    except Exception:  # the full run reports it, naming the segment and op",
               "        return GENERAL(flat, rules, executor, device, True)"]
     return _compiled(lines, "call", {"RUNS": runs, "GENERAL": general})
+
+
+def _prologue(name: str, fusion: Fusion, free: frozenset[int],
+              otherwise: str) -> tuple[list[str], str]:
+    """The lines of a written function ``name(flat, rules, executor, device)`` up to its key:
+    ``otherwise`` (a return) for a call it does not take; and the key's tuple expression."""
+    checks, parts, unpacked = _key_source(fusion, free)
+    lines = [f"def {name}(flat, rules, executor, device):",
+             f"    if len(flat) != {len(fusion.inputs)}:", otherwise, f"    {unpacked}"]
+    if checks:
+        lines += [f"    if {' or '.join(checks)}:", otherwise]
+    return lines, f"({', '.join(parts)},)"
 
 
 def _key_source(fusion: Fusion, free: frozenset[int]) -> tuple[list[str], list[str], str]:
