@@ -306,3 +306,21 @@ def test_a_grid_reductions_partials_are_made_once_where_small(monkeypatch, kept)
     assert per_call == (0 if kept else 3 * len(workspaces))
     if kept:
         assert len({tuple(s[n] for n in workspaces) for s in slots}) == 1
+
+
+def test_a_float_read_anew_is_written_as_float32_rounds_it(planned) -> None:
+    """A float parameter read anew is written into its slot as the Python float it is: the
+    slot holds what float32's conversion gives (to nearest, infinity past the largest)."""
+    import numpy as np
+
+    fd, segment, kernel, launch, calls, streams = planned
+    scale = _slot(kernel, ArgKind.SCALAR)
+    run = launch.plain(types.SimpleNamespace(poison=False, synchronize=False),
+                       {_slot(kernel, ArgKind.RNG_SEED): 1, _slot(kernel, ArgKind.RNG_OFFSET): 2},
+                       {scale: (1, "number")})
+    assert f"T{scale}.value = a1\n" in run.source
+    for factor in (0.1, -1e39, 3.4028235677973366e38, 1e-46, -0.0):
+        run(torch.randn(8, 64), factor)
+        written = calls[-1][scale] & 0xFFFFFFFF
+        with np.errstate(over="ignore"):
+            assert written == int(np.float32(factor).view(np.uint32)), factor

@@ -47,3 +47,18 @@ def test_numbers_of_each_calls_scalars_are_what_the_full_run_computes(i: int) ->
     (run,) = [r for r in fd.fusion.memo["warm"].values() if r is not None]
     assert "FLOAT32(" in run.source and " * " in run.source  # Python's own arithmetic
     assert math.isfinite(float(got[5][0])) or i == 0
+
+
+def test_a_number_cast_to_float32_rounds_as_torch_does() -> None:
+    from fusecli.runtime.warm_numbers import to_float32
+
+    edge = [0.1, -0.0, 1e-46, 1.4e-45, 2.0**-149 * 1.5, 3.4028234663852886e38,
+            3.4028235677973366e38, 3.4028235677973362e38, 1e39, -1e39, math.inf, -math.inf,
+            math.nan, 16777217.0, 2**60 + 1]
+    drawn = torch.randn(2000, dtype=torch.float64) * torch.logspace(-45, 38, 2000,
+                                                                     dtype=torch.float64)
+    for value in edge + drawn.tolist():
+        expected = torch.tensor(value, dtype=torch.float64).to(torch.float32).item()
+        got = to_float32(value)
+        assert (math.isnan(got) and math.isnan(expected)) or (
+            got == expected and math.copysign(1, got) == math.copysign(1, expected)), value

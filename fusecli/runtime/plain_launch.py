@@ -36,12 +36,14 @@ def _slot_bits(typed_class: Any, value: object) -> int:
 
 
 def build(launch: Any, pointers: dict[int, int], fixed: dict[int, tuple[Any, object]],
-          called: dict[int, tuple[Any, int, Callable[[object], object]]],
+          called: dict[int, tuple[Any, int, Callable[[object], object] | str | None]],
           fresh: list[tuple[int, int]]) -> Callable[..., list[torch.Tensor]]:
-    """The function for ``launch``. By slot: ``pointers`` zeroed workspaces' addresses,
-    ``fixed`` (typed slot, packed number) for numbers the signature decides, ``called``
-    (typed slot, argument index, packing) for scalars read anew, ``fresh`` (slot, bytes)
-    workspaces made per call; the launch's inputs and outputs come from the plan."""
+    """The function for ``launch``. By slot: ``pointers`` workspaces made once (their
+    addresses), ``fixed`` (typed slot, packed number) for numbers the signature decides,
+    ``called`` (typed slot, argument index, packing) for scalars read anew: a function, or
+    None for a Python number the typed slot takes as it is, or ``"item"`` for a 0-dim tensor's
+    ``item()``; ``fresh`` (slot, bytes) workspaces made per call; the launch's inputs and
+    outputs come from the plan."""
     from fusecli.runtime.launch import allocated_layout, cuda_driver, nbytes_of
 
     count = len(launch.kernel.args)
@@ -84,7 +86,9 @@ def build(launch: Any, pointers: dict[int, int], fixed: dict[int, tuple[Any, obj
     packed = []
     for slot, (typed, index, pack) in called.items():
         names[f"T{slot}"], names[f"P{slot}"] = typed, pack
-        packed.append(f"T{slot}.value = P{slot}(a{index})")
+        value = (f"a{index}" if pack is None else f"a{index}.item()" if pack == "item"
+                 else f"P{slot}(a{index})")
+        packed.append(f"T{slot}.value = {value}")
     g, b = launch.grid, launch.block
     call = (f"LAUNCH({launch.address}, {g[0]}, {g[1]}, {g[2]}, {b[0]}, {b[1]}, {b[2]}, "
             f"{launch.shared}, stream, {launch.params}, 0)")
