@@ -1,7 +1,7 @@
 """What a warm ``fd.execute`` runs on the GPU path, per fusion, on a machine without a GPU.
 
     PYTHONPATH=. python3 benchmarks/warm_audit.py [--corpus] [--population N] [--seed S]
-                                                  [--source WORDS] [--slow-only]
+                                                  [--source WORDS] [--slow-only] [--time WORDS]
 
 The CuPy executor runs each fusion twice as on the GPU, but kernels are neither compiled nor
 launched: a stand-in module gives each kernel an address, the driver's launch does nothing and
@@ -16,15 +16,20 @@ values as they are), ``made`` (the collection plan's recipes) or ``collected`` (
 cost host time a plain call does not; ``--slow-only`` lists only fusions with one of them, or
 with no compiled run at all. Population members are drawn at a tenth of their size (their
 structure, not their bytes, decides the steps). ``--source`` prints the runs of the fusions
-whose names contain one of the comma-separated words.
+whose names contain one of the comma-separated words. ``--time WORDS`` times instead the warm
+``fd.execute`` of the fusions named, each allocation made once and the launch a stand-in, so
+that only the call's Python is timed; run from this checkout with ``PYTHONPATH`` naming
+another's, it times that one's (back to checkouts of 2026-12-07, whose driver is ``_driver``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import re
 import sys
+import timeit
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +38,8 @@ from typing import Any
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if importlib.util.find_spec("fusecli") is None:  # PYTHONPATH may name another checkout's
+    sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fusecli.runtime import launch as launch_module  # noqa: E402
@@ -56,35 +62,51 @@ class AuditExecutor(CupyExecutor):
         return types.SimpleNamespace(ptr=1)
 
 
-def _on_cpu(function: Any) -> Any:
+def _on_cpu(function: Any, kept: dict | None) -> Any:
+    """``function`` on the CPU, its memory zeroed; with ``kept``, the same tensor again for the
+    same arguments (allocation out of a timing: only the warm call's Python is timed)."""
     def made(*arguments: Any, device: Any = None, **options: Any) -> torch.Tensor:
-        return function(*arguments, **options).zero_()
+        if kept is None:
+            return function(*arguments, **options).zero_()
+        key = (function, arguments, options.get("dtype"))
+        found = kept.get(key)
+        if found is None:
+            found = kept[key] = function(*arguments, **options).zero_()
+        return found
     return made
 
 
 @contextlib.contextmanager
-def stand_in_device() -> Iterator[None]:
-    """Allocations on the CPU (zeroed), the driver's launch and torch's stream stand-ins,
-    and the AuditExecutor installed as ``cupy``."""
+def stand_in_device(reuse: bool = False) -> Iterator[None]:
+    """Allocations on the CPU (zeroed; with ``reuse``, one tensor per shape made once), the
+    driver's launch and torch's stream stand-ins, and the AuditExecutor installed as
+    ``cupy``. The driver is ``cuda_driver`` (``_driver`` in checkouts before 2026-12-07)."""
     saved = {name: getattr(torch, name) for name in ("empty", "empty_strided", "zeros")}
+    like = torch.Tensor.new_empty_strided
     stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    driver = launch_module.cuda_driver
+    named = "cuda_driver" if hasattr(launch_module, "cuda_driver") else "_driver"
+    driver = getattr(launch_module, named)
     previous = registry._made.get("cupy")
+    kept: dict | None = {} if reuse else None
     try:
         for name, function in saved.items():
-            setattr(torch, name, _on_cpu(function))
+            setattr(torch, name, _on_cpu(function, kept))
+        torch.Tensor.new_empty_strided = lambda self, size, stride: torch.empty_strided(
+            size, stride, dtype=self.dtype)
         torch._C._cuda_getCurrentRawStream = lambda index: 0
-        launch_module.cuda_driver = lambda: types.SimpleNamespace(launchKernel=lambda *a: None)
+        setattr(launch_module, named,
+                lambda: types.SimpleNamespace(launchKernel=lambda *a: None))
         registry.install("cupy", AuditExecutor())
         yield
     finally:
         for name, function in saved.items():
             setattr(torch, name, function)
+        torch.Tensor.new_empty_strided = like
         if stream is None:
             del torch._C._cuda_getCurrentRawStream
         else:
             torch._C._cuda_getCurrentRawStream = stream
-        launch_module.cuda_driver = driver
+        setattr(launch_module, named, driver)
         if previous is None:
             registry._made.pop("cupy", None)
         else:
@@ -151,6 +173,22 @@ def population_members(count: int, seed: int) -> list[tuple[str, Any, list[Any]]
     return [(member.name, member.fd, member.make_inputs("cpu")) for member in members]
 
 
+def time_calls(cases: list[tuple[str, Any, list[Any]]]) -> int:
+    """Each fusion's warm ``fd.execute``: the best of 15 rounds of 2,000 calls, in us."""
+    times = []
+    with stand_in_device(reuse=True), torch.no_grad():
+        for name, fd, inputs in cases:
+            for _ in range(2):
+                fd.execute(inputs)
+            rounds = timeit.repeat(lambda fd=fd, inputs=inputs: fd.execute(inputs),
+                                   number=2000, repeat=15)
+            times.append(min(rounds) / 2000 * 1e6)
+            print(f"{name:44s} {times[-1]:6.2f} us", flush=True)
+    if times:
+        print(f"median {sorted(times)[len(times) // 2]:.2f} us over {len(times)} fusions")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", action="store_true")
@@ -158,12 +196,18 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--source", default="", metavar="WORDS")
     parser.add_argument("--slow-only", action="store_true")
+    parser.add_argument("--time", metavar="WORDS",
+                        help="instead: time the warm fd.execute of the fusions whose names "
+                             "contain one of these comma-separated words, allocations made "
+                             "once and the launch a stand-in, so that only its Python counts")
     args = parser.parse_args()
     if not args.corpus and not args.population:
         parser.error("give --corpus, --population N or both")
     words = [w for w in args.source.split(",") if w]
     cases = (corpus() if args.corpus else []) + (
         population_members(args.population, args.seed) if args.population else [])
+    if args.time:
+        return time_calls([c for c in cases if any(w in c[0] for w in args.time.split(","))])
     slow_count = 0
     with stand_in_device(), torch.no_grad():
         for name, fd, inputs in cases:
