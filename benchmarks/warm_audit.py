@@ -9,7 +9,8 @@ outputs are zero-filled CPU tensors. Segmentation, code generation, launch plann
 compiled warm run (``runtime.warm``) are the GPU path's own, so the warm run's source is the
 one the GPU machine replays. Per fusion it prints the warm run's steps: ``P`` a plain launch
 (``runtime.plain_launch``), ``L`` a launch's general call (its parameters read from the
-environment), ``T`` a torch call on tensors (a view, an ATen segment's op), ``N`` a number each
+environment), ``T`` a torch call on tensors (an ATen segment's op, a view through its ATen
+entry), ``V`` a view made by its torch method (``runtime.warm_views``), ``N`` a number each
 call computes, ``E`` an expr run on the environment, then how it returns: ``locals`` (the
 values as they are), ``made`` (the collection plan's recipes) or ``collected`` (the full run's
 ``collect_outputs``). ``L``, ``E``, ``collected`` and a run kept with the whole environment
@@ -116,7 +117,8 @@ def stand_in_device(reuse: bool = False) -> Iterator[None]:
 _STEPS = (("P", re.compile(r"= P\d+\(")), ("L", re.compile(r"L\d+\(S\d+")),
           ("E", re.compile(r"\.run_expr\(")), ("N", re.compile(r"^v\d+ = (PY\(|INT64|FLOAT32|"
                                                                r"float\(|\(v)")),
-          ("T", re.compile(r"= (F|A)\d+\(|\.to\(C\d+\)$")))
+          ("T", re.compile(r"= (F|A)\d+\(|\.to\(C\d+\)$")),
+          ("V", re.compile(r"= v\d+(\[K\d+\]|\.(reshape|permute|expand)\(K\d+\))$")))
 
 
 def steps(source: str) -> tuple[str, str, bool]:

@@ -31,7 +31,7 @@ def test_the_audit_reads_plain_launches_and_a_view_between_them() -> None:
     inputs = [torch.randn(128, 4096), torch.randn(8, 16)]
     with stand_in_device(), torch.no_grad():
         line, slow = audit("sum_reshape_sum", fd, inputs, show=False)
-    assert line.split()[1:] == ["PTP", "locals"] and not slow, line
+    assert line.split()[1:] == ["PVP", "locals"] and not slow, line
 
 
 def test_a_host_scalar_tensor_keeps_the_launch_plain() -> None:

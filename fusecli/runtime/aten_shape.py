@@ -51,17 +51,21 @@ def _squeeze(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, .
 
 
 def _slice(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
-    """Stride-1 slices: torch's wrap-and-clamp, or indices used as given (manual_normalization)."""
-    tensor = args[0]
+    return (args[0][slice_index(expr, args)],)
+
+
+def slice_index(expr: Expr, args: list[Any]) -> tuple[slice, ...]:
+    """A stride-1 slice's index into its operand ``args[0]``: torch's wrap-and-clamp, or
+    indices used as given (manual_normalization)."""
     starts, ends = slice_bounds(expr, args)
     manual = expr.attr("manual_normalization", False)
     index = []
-    for size, start, end in zip(tensor.shape, starts, ends):
+    for size, start, end in zip(args[0].shape, starts, ends):
         start, end = int(start), int(end)
         if manual:  # already normalized: no wrapping of negative values
             start, end = min(max(start, 0), size), min(max(end, 0), size)
         index.append(slice(start, end))  # Python slicing wraps, clamps and keeps stop >= start
-    return (tensor[tuple(index)],)
+    return tuple(index)
 
 
 def _pad(expr: Expr, args: list[Any], ctx: ExecutionContext) -> tuple[Any, ...]:
