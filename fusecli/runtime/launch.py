@@ -176,11 +176,10 @@ class Launch:
         others up to ``KEPT_WORKSPACE_BYTES``), larger ones per call; a scalar parameter takes
         its value from ``numbers`` (slot -> number: the caller's own, fixed for it, as a warm
         run's sizes and constants are) or, for a slot in ``per_call`` (slot -> (argument
-        index, what it is:
-        ``"number"``, ``"random"`` for a random op's seed or offset, ``"tensor"`` for a 0-dim
-        CPU tensor read on the host)), from the function's argument at that index: a value of
-        each call's own; a launch with any other has none. Its ``ahead()`` makes the next
-        call's outputs and workspaces (``runtime.plain_launch``)."""
+        index, what it is: ``"number"``, ``"random"`` for a random op's seed or offset,
+        ``"tensor"`` for a 0-dim CPU tensor read on the host)), from the function's argument
+        at that index: a value of each call's own; a launch with any other has none. Its
+        ``ahead()`` makes the next call's outputs and workspaces (``runtime.plain_launch``)."""
         if executor.poison or executor.synchronize or self.direct is not None:
             return None
         numbers, per_call = numbers or {}, per_call or {}
@@ -193,18 +192,15 @@ class Launch:
                 if param.zeroed:
                     pointers[slot] = workspace(param, self.device, typed).data_ptr()
                 elif param.nbytes <= KEPT_WORKSPACE_BYTES:  # made once too: see the constant
-                    typed.setdefault("kept", torch.empty(max(1, param.nbytes), dtype=torch.uint8,
-                                                         device=self.device))
+                    if "kept" not in typed:
+                        typed["kept"] = torch.empty(max(1, param.nbytes), dtype=torch.uint8,
+                                                    device=self.device)
                     pointers[slot] = typed["kept"].data_ptr()
                 else:
                     fresh.append((slot, param.nbytes))
             elif slot in per_call:
                 index, kind = per_call[slot]
-                called[slot] = (typed, index, philox_word if kind == "random"
-                                else ("item" if kind == "tensor" else None)
-                                if param.ctype in _AS_IS
-                                else _host_value(_PACK[param.ctype]) if kind == "tensor"
-                                else _PACK[param.ctype])
+                called[slot] = (typed, index, _packing(kind, param.ctype))
             elif slot in numbers and (param.kind is ArgKind.SCALAR or param.kind in _RNG_KINDS):
                 number = numbers[slot]
                 number = number.item() if isinstance(number, torch.Tensor) else number
@@ -218,7 +214,8 @@ class Launch:
         if self.direct is None:
             try:
                 cuda_driver().launchKernel(self.address, grid[0], grid[1], grid[2], block[0],
-                                       block[1], block[2], self.shared, stream, self.params, 0)
+                                           block[1], block[2], self.shared, stream,
+                                           self.params, 0)
                 return
             except Exception as error:
                 # No current CUDA context on this thread, say: CuPy's own launch makes one
@@ -289,9 +286,17 @@ _AS_IS = frozenset({"float", "double", "long long", "bool"})
 KEPT_WORKSPACE_BYTES = 4 << 20
 
 
-def _host_value(pack: Any) -> Any:
-    """The packing of a 0-dim CPU tensor's value (a HOST_SCALAR parameter)."""
-    return lambda tensor: pack(tensor.item())
+def _packing(kind: str, ctype: str) -> Any:
+    """How a plain launch writes a value read anew into its slot (``plain_launch.build``):
+    a random op's seed or offset as its 64-bit word; else as it is (None) or a 0-dim CPU
+    tensor's ``item()`` (``"item"``) where the slot takes the Python number; else through the
+    numpy type of ``_PACK``."""
+    if kind == "random":
+        return philox_word
+    if ctype in _AS_IS:
+        return "item" if kind == "tensor" else None
+    pack = _PACK[ctype]
+    return (lambda tensor: pack(tensor.item())) if kind == "tensor" else pack
 
 
 def workspace(param: KernelArg, device: torch.device,

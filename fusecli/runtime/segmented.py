@@ -252,10 +252,7 @@ def execute(fusion: Fusion, inputs: Sequence[Any], rules: str = "nvfuser",
     (``runtime.warm``), or, on its first call, the full run, compiled for the next. A compiled
     run that raises where the full run then succeeds is dropped: that signature runs in full.
     The warm call is one function written per fusion (``warm_keys.entry_function``)."""
-    call = fusion.memo.get("warm_call")
-    if call is None:
-        call = warm_entry(fusion)
-    return call(inputs, rules, executor, device)
+    return warm_entry(fusion)(inputs, rules, executor, device)
 
 
 def warm_entry(fusion: Fusion) -> Any:
