@@ -118,7 +118,7 @@ _STEPS = (("P", re.compile(r"= P\d+\(")), ("L", re.compile(r"L\d+\(S\d+")),
           ("E", re.compile(r"\.run_expr\(")), ("N", re.compile(r"^v\d+ = (PY\(|INT64|FLOAT32|"
                                                                r"float\(|\(v)")),
           ("T", re.compile(r"= (F|A)\d+\(|\.to\(C\d+\)$")),
-          ("V", re.compile(r"= v\d+(\[K\d+\]|\.(reshape|permute|expand)\(K\d+\))$")))
+          ("V", re.compile(r"^v\d+ = v\d+(\[K\d+\]|\.(reshape|permute|expand)\(K\d+\))?$")))
 
 
 def steps(source: str) -> tuple[str, str, bool]:

@@ -28,6 +28,9 @@ CASES = {
                                                                       True, False]),
                   lambda x: x[None, :, :, None]),
     "slice": (_sliced, lambda x: x[1:3, 0:8, 2:14]),
+    "segment_set then permute": (
+        lambda fd, x: fd.ops.permute(fd.ops.segment_set(x), dims=[1, 0, 2]),
+        lambda x: x.permute(1, 0, 2)),
     "slice then reshape (a copy)": (
         lambda fd, x: fd.ops.reshape(_sliced(fd, x), new_shape=[2 * 8 * 12]),
         lambda x: x[1:3, 0:8, 2:14].reshape(-1)),

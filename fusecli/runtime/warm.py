@@ -39,11 +39,10 @@ from fusecli.ir.nodes import Expr, Fusion, Scalar, TensorView, Vector
 from fusecli.ir.optype import OpKind
 from fusecli.runtime import aten_elementwise as aten
 from fusecli.runtime import warm_numbers
-from fusecli.runtime.aten_shape import SHAPE_OPS
 from fusecli.runtime.bind import bind_scalar, unchanged_type
 from fusecli.runtime.context import python_scalar, value_of
 from fusecli.runtime.warm_kernels import allocate_ahead, kernel_reads_env, kernel_step
-from fusecli.runtime.warm_views import direct_view
+from fusecli.runtime.warm_views import direct_view, entry_of
 
 CAPACITY = 32  # compiled signatures kept per fusion
 Tensor = torch.Tensor
@@ -235,15 +234,15 @@ def _aten_step(program: _Program, expr: Expr, executor: Any, env: dict) -> None:
     operands = [(value.uid, None) if isinstance(value, TensorView)
                 else (None, value_of(value, env)) for value in expr.inputs]
     casts = [dt.to_torch(out.dtype) for out in expr.outputs]
-    if entry is SHAPE_OPS.get(expr.op) and operands[0][0] is not None and len(casts) == 1:
+    if entry is entry_of(expr.op) and operands[0][0] is not None and len(casts) == 1:
         view = direct_view(expr, [env[uid] if uid is not None else value
                                   for uid, value in operands], env.get(expr.outputs[0].uid))
         if view is not None:  # the method making the same view (runtime.warm_views)
             tensor, argument = f"v{operands[0][0]}", program.name("K", view[1])
             dtype = env[operands[0][0]].dtype  # a view's: no cast where it is the one asked
-            program.assign(expr.outputs[0].uid, f"{tensor}[{argument}]" if view[0] == "index"
-                           else f"{tensor}.{view[0]}({argument})",
-                           casts[0] if casts[0] is not dtype else None)
+            made = (tensor if view[0] == "same" else f"{tensor}[{argument}]"
+                    if view[0] == "index" else f"{tensor}.{view[0]}({argument})")
+            program.assign(expr.outputs[0].uid, made, casts[0] if casts[0] is not dtype else None)
             return
     if entry is aten.aten_cast and operands[0][0] is not None:  # a tensor's cast: Tensor.to itself
         program.assign(expr.outputs[0].uid, f"v{operands[0][0]}.to({program.name('C', casts[0])})")

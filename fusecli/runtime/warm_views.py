@@ -1,6 +1,7 @@
 """A shape expr of a compiled warm run (``runtime.warm``) as one method call on its tensor.
 
-A reshape, permute, expand, broadcast, squeeze or slice whose other operands the input
+A set or segment_set is its operand itself (the ATen entry returns it). A reshape, permute,
+expand, broadcast, squeeze or slice whose other operands the input
 signature decides (sizes, bounds) runs in the replay as the torch method that makes the same
 view: ``v.reshape(K)``, ``v.permute(K)``, ``v.expand(K)``, or ``v[K]`` with an index of
 slices, ``None`` (a new broadcast dim) and ``0`` (a squeezed dim), its arguments computed once.
@@ -21,7 +22,10 @@ from torch import Tensor
 
 from fusecli.ir.nodes import Expr
 from fusecli.ir.optype import OpType
-from fusecli.runtime.aten_shape import slice_index
+from fusecli.runtime.aten_elementwise import ELEMENTWISE_OPS
+from fusecli.runtime.aten_shape import SHAPE_OPS, slice_index
+
+_SET = ELEMENTWISE_OPS.get(OpType.set)
 
 _SIZED = {OpType.reshape: "reshape", OpType.expand: "expand"}
 
@@ -48,11 +52,20 @@ def direct_view(expr: Expr, operands: list[Any], result: Any) -> tuple[str, Any]
 
 def apply(call: tuple[str, Any], tensor: Tensor) -> Tensor:
     method, argument = call
+    if method == "same":
+        return tensor
     return tensor[argument] if method == "index" else getattr(tensor, method)(argument)
+
+
+def entry_of(op: OpType) -> Any:
+    """The ATen executor's entry whose results ``direct_view`` knows how to make, or None."""
+    return _SET if op in (OpType.set, OpType.segment_set) else SHAPE_OPS.get(op)
 
 
 def _call(expr: Expr, operands: list[Any], tensor: Tensor) -> tuple[str, Any] | None:
     op = expr.op
+    if op in (OpType.set, OpType.segment_set):  # the operand itself (aten_elementwise._set)
+        return "same", None
     if op in _SIZED and len(operands) == 2:
         return _SIZED[op], tuple(int(size) for size in operands[1])
     if op is OpType.permute:
