@@ -87,6 +87,7 @@ class Launch:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.direct: str | None = None  # why the driver's launch failed, once it has
+        self.like: dict[torch.dtype, int] = {}  # dtype -> position of an input (plan's doc)
 
     @classmethod
     def plan(cls, segment: Segment, prepared: Prepared, device: torch.device,
@@ -114,7 +115,6 @@ class Launch:
         launch.pointers = (ctypes.c_void_p * count)(*(base + 8 * n for n in range(count)))
         launch.params = ctypes.addressof(launch.pointers)
         launch.inputs, launch.outputs, launch.others = [], [], []
-        launch.like = {}
         for position, tensor in enumerate(tensors):
             if isinstance(tensor, torch.Tensor) and tensor.device == device:
                 launch.like.setdefault(tensor.dtype, position)
@@ -189,13 +189,8 @@ class Launch:
         fresh: list[tuple[int, int]] = []  # (slot, bytes): workspaces made per call
         for slot, param, typed in self.others:
             if param.kind is ArgKind.WORKSPACE:
-                if param.zeroed:
-                    pointers[slot] = workspace(param, self.device, typed).data_ptr()
-                elif param.nbytes <= KEPT_WORKSPACE_BYTES:  # made once too: see the constant
-                    if "kept" not in typed:
-                        typed["kept"] = torch.empty(max(1, param.nbytes), dtype=torch.uint8,
-                                                    device=self.device)
-                    pointers[slot] = typed["kept"].data_ptr()
+                if param.zeroed or param.nbytes <= KEPT_WORKSPACE_BYTES:  # see the constant
+                    pointers[slot] = workspace(param, self.device, typed, once=True).data_ptr()
                 else:
                     fresh.append((slot, param.nbytes))
             elif slot in per_call:
@@ -300,17 +295,17 @@ def _packing(kind: str, ctype: str) -> Any:
 
 
 def workspace(param: KernelArg, device: torch.device,
-              kept: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+              kept: dict[str, torch.Tensor] | None = None, once: bool = False) -> torch.Tensor:
     """A WORKSPACE parameter's memory: ``param.nbytes`` bytes, zero where ``param.zeroed``.
     Zeroed memory (the kernel leaves it zero) is made once per ``kept``, a planned launch's,
-    and returned again after; the rest is new per call (the kernel writes it before reading)."""
-    if not param.zeroed:
-        return torch.empty(max(1, param.nbytes), dtype=torch.uint8, device=device)
-    if kept is None or param.name not in kept:
-        memory = torch.zeros(max(1, param.nbytes), dtype=torch.uint8, device=device)
-        if kept is None:
-            return memory
-        kept[param.name] = memory
+    and returned again after, and so is the rest where ``once`` says so (a plain launch's, up
+    to ``KEPT_WORKSPACE_BYTES``); else it is new per call (the kernel writes it before
+    reading)."""
+    make = torch.zeros if param.zeroed else torch.empty
+    if kept is None or not (param.zeroed or once):
+        return make(max(1, param.nbytes), dtype=torch.uint8, device=device)
+    if param.name not in kept:
+        kept[param.name] = make(max(1, param.nbytes), dtype=torch.uint8, device=device)
     return kept[param.name]
 
 

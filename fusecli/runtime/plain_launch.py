@@ -64,12 +64,11 @@ def build(launch: Any, pointers: dict[int, int], fixed: dict[int, tuple[Any, obj
     for slot, shape, strides, dtype in buffers:
         names[f"S{slot}"], names[f"R{slot}"], names[f"D{slot}"] = shape, strides, dtype
 
-    like = {dtype: position for dtype, position in getattr(launch, "like", {}).items()
-            if position < arguments}
+    like = {dtype: position for dtype, position in launch.like.items() if position < arguments}
 
-    def allocations(prefix: str, like: dict) -> list[str]:  # like an input of its dtype
-        return [f"{prefix}{slot} = a{like[dtype]}.new_empty_strided(S{slot}, R{slot})"
-                if dtype in like else
+    def allocations(prefix: str, inputs: dict) -> list[str]:  # like an input of its dtype
+        return [f"{prefix}{slot} = a{inputs[dtype]}.new_empty_strided(S{slot}, R{slot})"
+                if dtype in inputs else
                 f"{prefix}{slot} = EMPTY(S{slot}, R{slot}, dtype=D{slot}, device=DEVICE)"
                 for slot, _, _, dtype in buffers]
 
