@@ -46,6 +46,8 @@ class Result:
     compile_s: float | None = None  # --compile: torch.compile's own time (in this process)
     note: str = ""
     why: list[str] = field(default_factory=list)  # the worst ten: why it is slow
+    # where torch.compile beats nvFuser and fusecli: each engine's device time and kernels
+    kernels: dict[str, str] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float | None:
@@ -176,7 +178,24 @@ def measure(member: Member, nvfuser: Any, args: Any, crashed: str | None = None)
             result.ms["compile"] = None
             result.note = "; ".join(filter(None, [result.note,
                                                   f"torch.compile: {_first_line(error)}"]))
+        else:
+            if compile_wins(result):
+                result.kernels = {engine: _device_line(run) for engine, run in (
+                    ("fusecli", runs[0]), ("nvFuser", runs[1]),
+                    ("torch.compile", lambda: compiled(*inputs)))}
     return result
+
+
+def compile_wins(result: Result) -> bool:
+    """Whether torch.compile beats nvFuser on this member and fusecli does not beat it: the
+    members whose kernels the compile summary lists."""
+    ours, theirs, compiled = (result.ms.get(k) for k in ("fusecli", "nvfuser", "compile"))
+    return bool(ours and theirs and compiled) and compiled < theirs and ours > compiled
+
+
+def _device_line(run: Any) -> str:
+    device_ms, listed = tools.device_profile(run)
+    return f"device {device_ms * 1e3:.0f} us: {listed or 'no kernel'}"
 
 
 def host_ms(runs: list[Any], iters: int) -> list[float]:
@@ -283,12 +302,14 @@ def print_compile_summary(results: list[Result]) -> None:
           f"{len(timed)} fusions (compiled in this run in a median "
           f"{statistics.median(took):.1f} s each)")
     ahead = [r for r in timed if r.ms.get("nvfuser") and r.ms["compile"] < r.ms["nvfuser"]]
-    beaten = [r for r in ahead if r.ms["fusecli"] <= r.ms["compile"]]
+    behind = [r for r in ahead if compile_wins(r)]
     print(f"torch.compile beats nvFuser on {len(ahead)}; fusecli beats torch.compile on "
-          f"{len(beaten)} of those" + "".join(
-              f"\n    not {r.name}: fusecli {r.ms['fusecli']:.3f} ms, torch.compile "
-              f"{r.ms['compile']:.3f} ms, nvFuser {r.ms['nvfuser']:.3f} ms"
-              for r in ahead if r not in beaten))
+          f"{len(ahead) - len(behind)} of those")
+    for r in behind:
+        print(f"    not {r.name}: fusecli {r.ms['fusecli']:.3f} ms, torch.compile "
+              f"{r.ms['compile']:.3f} ms, nvFuser {r.ms['nvfuser']:.3f} ms")
+        for engine, line in r.kernels.items():
+            print(f"        {engine} {line}")
 
 
 def _quantiles(ratios: list[float]) -> list[tuple[str, float]]:

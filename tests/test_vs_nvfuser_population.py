@@ -97,3 +97,32 @@ def test_torch_compile_runs_the_fusion_as_one_traced_graph() -> None:
             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)
         counts = torch._dynamo.utils.counters["stats"]
         assert counts["unique_graphs"] == 1, dict(counts)
+
+
+def test_the_compile_summary_lists_where_torch_compile_wins_with_each_engines_kernels(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Where torch.compile beats nvFuser and fusecli does not beat it, the summary names the
+    member with the three times and each engine's kernels (profiled by ``measure``); members
+    where fusecli wins, where torch.compile trails nvFuser or nvFuser did not run are counted
+    or left out, not listed."""
+    import population_bench as bench
+
+    def result(name: str, fusecli: float, nvfuser: float | None, compiled: float,
+               kernels: dict[str, str] | None = None) -> bench.Result:
+        return bench.Result(name, "", ms={"fusecli": fusecli, "nvfuser": nvfuser,
+                                          "compile": compiled},
+                            compile_s=0.5, kernels=kernels or {})
+
+    results = [result("a", 1.0, 2.0, 1.5),  # fusecli beats both
+               result("b", 2.0, 2.5, 1.0, {"fusecli": "device 1900 us: k 1900us",
+                                           "torch.compile": "device 900 us: t 900us"}),
+               result("c", 1.0, 0.5, 0.8),  # torch.compile behind nvFuser
+               result("d", 1.0, None, 0.5)]  # nvFuser did not run
+    assert [r.name for r in results if bench.compile_wins(r)] == ["b"]
+    bench.print_compile_summary(results)
+    out = capsys.readouterr().out
+    assert "torch.compile beats nvFuser on 2; fusecli beats torch.compile on 1 of those" in out
+    assert "not b: fusecli 2.000 ms, torch.compile 1.000 ms, nvFuser 2.500 ms" in out
+    assert "fusecli device 1900 us: k 1900us" in out
+    assert "torch.compile device 900 us: t 900us" in out
+    assert "not a" not in out and "not c" not in out and "not d" not in out
