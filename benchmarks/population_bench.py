@@ -178,7 +178,7 @@ def measure(member: Member, nvfuser: Any, args: Any, crashed: str | None = None)
             result.ms["compile"] = None
             result.note = "; ".join(filter(None, [result.note,
                                                   f"torch.compile: {_first_line(error)}"]))
-        else:
+        else:  # where it wins: what each engine runs on the device, for the summary
             if compile_wins(result):
                 result.kernels = {engine: _device_line(run) for engine, run in (
                     ("fusecli", runs[0]), ("nvFuser", runs[1]),
@@ -194,7 +194,10 @@ def compile_wins(result: Result) -> bool:
 
 
 def _device_line(run: Any) -> str:
-    device_ms, listed = tools.device_profile(run)
+    try:
+        device_ms, listed = tools.device_profile(run)
+    except Exception as error:  # the profiler's failure is the line, not the member's end
+        return f"not profiled: {_first_line(error)}"
     return f"device {device_ms * 1e3:.0f} us: {listed or 'no kernel'}"
 
 

@@ -126,3 +126,16 @@ def test_the_compile_summary_lists_where_torch_compile_wins_with_each_engines_ke
     assert "fusecli device 1900 us: k 1900us" in out
     assert "torch.compile device 900 us: t 900us" in out
     assert "not a" not in out and "not c" not in out and "not d" not in out
+
+
+def test_a_profile_that_fails_is_the_members_line_not_the_runs_end(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import population_bench as bench
+
+    def broken(run):
+        raise RuntimeError("CUPTI is not available\nmore")
+
+    monkeypatch.setattr(bench.tools, "device_profile", broken)
+    assert bench._device_line(lambda: None) == "not profiled: CUPTI is not available"
+    monkeypatch.setattr(bench.tools, "device_profile", lambda run: (0.0123, "k 12us"))
+    assert bench._device_line(lambda: None) == "device 12 us: k 12us"
